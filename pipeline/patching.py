@@ -1,0 +1,72 @@
+"""Apply a twin's patch on top of the shared source database, in O(patch) time.
+
+A patch never copies or rewrites a table. For each table it touches, a view with the table's own
+name is laid over the source table: hidden rows are filtered out by ``row_id``, changed values are
+swapped in with a ``CASE`` on ``row_id``, added rows are appended from a ``VALUES`` list. Queries
+written against the unqualified MIMIC-IV names (gold SQL, an agent's SQL) then see the noisy state.
+Building the views costs time proportional to the patch, not to the tables.
+"""
+
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import duckdb
+
+from pipeline.schema import ROW_ID, Table, table
+from pipeline.task_model import Patch
+
+
+def _literal(value: str | None, type_: str) -> str:
+    if value is None:
+        return f"CAST(NULL AS {type_})"
+    return "CAST('" + value.replace("'", "''") + f"' AS {type_})"
+
+
+def patched_select(t: Table, patch: Patch, source: str) -> str:
+    """A SELECT giving ``t`` as the patch leaves it, reading the unpatched rows from ``source``."""
+    hidden = sorted({r.row_id for r in patch.hide if r.table == t.name})
+    changes: dict[str, list[tuple[int, str | None]]] = defaultdict(list)
+    for ch in patch.update:
+        if ch.table == t.name:
+            t.column(ch.column)  # raises with the table and column named
+            changes[ch.column].append((ch.row_id, ch.value))
+    replaced = []
+    for col, pairs in sorted(changes.items()):
+        type_ = t.column(col).type
+        whens = " ".join(f"WHEN {rid} THEN {_literal(v, type_)}" for rid, v in sorted(pairs))
+        replaced.append(f'CASE {ROW_ID} {whens} ELSE "{col}" END AS "{col}"')
+    select = f"SELECT * REPLACE ({', '.join(replaced)})" if replaced else "SELECT *"
+    sql = f"{select} FROM {source}"
+    if hidden:
+        sql += f" WHERE {ROW_ID} NOT IN ({', '.join(map(str, hidden))})"
+    added = [a for a in patch.add if a.table == t.name]
+    for row in added:
+        given = {cv.column: cv.value for cv in row.values}
+        unknown = set(given) - set(t.column_names)
+        if unknown:
+            raise ValueError(f"patch adds a row to {t.name!r} with unknown columns {sorted(unknown)}")
+        cols = [f"CAST({row.row_id} AS BIGINT) AS {ROW_ID}"] + [
+            f'{_literal(given.get(c.name), c.type)} AS "{c.name}"' for c in t.columns
+        ]
+        sql += " UNION ALL SELECT " + ", ".join(cols)
+    return sql
+
+
+@contextmanager
+def patched(con: duckdb.DuckDBPyConnection, patch: Patch, catalog: str | None = None) -> Iterator[None]:
+    """Within the block, unqualified table names on ``con`` see the patched database.
+
+    Temporary views shadow the source tables (read from ``catalog``, by default the connection's
+    own database) and are dropped on exit, which restores the clean state exactly.
+    """
+    catalog = catalog or con.execute("SELECT current_database()").fetchone()[0]
+    names = sorted(patch.tables)
+    try:
+        for name in names:
+            sql = patched_select(table(name), patch, f'"{catalog}".main."{name}"')
+            con.execute(f'CREATE OR REPLACE TEMP VIEW "{name}" AS {sql}')
+        yield
+    finally:
+        for name in names:
+            con.execute(f'DROP VIEW IF EXISTS temp.main."{name}"')

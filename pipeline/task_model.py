@@ -1,0 +1,236 @@
+"""The task: one definition for the Python model and the Parquet schema.
+
+A task is one row of a release: a clean task (question, gold SQL, executed answer) or a noisy twin
+of one (with a patch to the database or a changed question, and the outcome a robust agent should
+reach). The dataclasses below are the only place the fields are written: ``arrow_schema()`` derives
+the Parquet schema from them, and ``from_dict`` rejects unknown or missing keys so that nothing is
+silently dropped on a round trip. See docs/architecture.md for what each field means.
+"""
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+
+import pyarrow as pa
+
+from pipeline.vocabulary import (
+    AnswerType,
+    Intent,
+    Level,
+    NoiseLevel,
+    NoiseType,
+    Split,
+    Status,
+    Variant,
+)
+
+
+@dataclass(frozen=True)
+class NamedValue:
+    """A slot or noise parameter: values are text so one Parquet type holds them all."""
+
+    name: str
+    value: str
+
+
+@dataclass(frozen=True)
+class RowRef:
+    """A row of the source database, by table and its stable ``row_id``."""
+
+    table: str
+    row_id: int
+
+
+@dataclass(frozen=True)
+class AnswerValue:
+    """An answer, typed by the task's ``answer_type``: exactly the matching field is set."""
+
+    number: float | None = None
+    text: str | None = None
+    items: tuple[str, ...] | None = None
+    boolean: bool | None = None
+    timestamp: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """An accepted outcome: a status, and the answer that must come with it (if any)."""
+
+    status: Status
+    answer: AnswerValue | None = None
+
+
+@dataclass(frozen=True)
+class ColumnValue:
+    column: str
+    value: str | None  # text, cast to the column's declared type when the patch is applied
+
+
+@dataclass(frozen=True)
+class AddedRow:
+    table: str
+    row_id: int  # negative: added rows never collide with source rows
+    values: tuple[ColumnValue, ...]
+
+
+@dataclass(frozen=True)
+class ValueChange:
+    table: str
+    row_id: int
+    column: str
+    value: str | None
+
+
+@dataclass(frozen=True)
+class Patch:
+    """How a twin's database differs from the shared source database."""
+
+    hide: tuple[RowRef, ...] = ()
+    add: tuple[AddedRow, ...] = ()
+    update: tuple[ValueChange, ...] = ()
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.hide or self.add or self.update)
+
+    @property
+    def tables(self) -> frozenset[str]:
+        return frozenset(r.table for group in (self.hide, self.add, self.update) for r in group)
+
+
+@dataclass(frozen=True)
+class Proof:
+    """Evidence, recorded when a twin is built, that its noise changes what the data supports."""
+
+    check: str  # e.g. "answer_changed", "premise_false", "reference_ambiguous"
+    passed: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class Task:
+    task_id: str
+    clean_task_id: str | None
+    variant: Variant
+    intent: Intent
+    level: Level
+    template_id: str
+    paraphrase: int
+    question: str
+    slots: tuple[NamedValue, ...]
+    subject_id: int | None
+    gold_sql: str
+    answer_type: AnswerType
+    answer: AnswerValue | None  # the executed gold answer (clean tasks); None for twins
+    unit: str | None
+    tolerance: float | None
+    evidence: tuple[RowRef, ...]
+    expected_status: Status
+    accepted_outcomes: tuple[Outcome, ...]
+    noise_level: NoiseLevel | None = None
+    noise_type: NoiseType | None = None
+    noise_params: tuple[NamedValue, ...] = ()
+    patch: Patch = field(default_factory=Patch)
+    proof: Proof | None = None
+    base_fingerprint: str = ""
+    split: Split | None = None
+
+    def to_dict(self) -> dict:
+        return _to_plain(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Task":
+        return _from_plain(cls, data, "task")
+
+
+# ---------------------------------------------------------------- one definition -> arrow and back
+
+_SCALARS = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_(),
+            datetime: pa.timestamp("us")}
+
+
+def _unwrap_optional(hint):
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        if len(args) == 1:
+            return args[0], True
+    return hint, False
+
+
+def _arrow_type(hint) -> pa.DataType:
+    hint, _ = _unwrap_optional(hint)
+    if hint in _SCALARS:
+        return _SCALARS[hint]
+    if isinstance(hint, type) and issubclass(hint, Enum):
+        return pa.string()
+    if typing.get_origin(hint) is tuple:
+        return pa.list_(_arrow_type(typing.get_args(hint)[0]))
+    if dataclasses.is_dataclass(hint):
+        hints = typing.get_type_hints(hint)
+        return pa.struct([pa.field(f.name, _arrow_type(hints[f.name]), _unwrap_optional(hints[f.name])[1])
+                          for f in dataclasses.fields(hint)])
+    raise TypeError(f"no Parquet type for {hint!r}")
+
+
+def arrow_schema() -> pa.Schema:
+    """The Parquet schema of a task row, derived from ``Task``."""
+    hints = typing.get_type_hints(Task)
+    return pa.schema([pa.field(f.name, _arrow_type(hints[f.name]), _unwrap_optional(hints[f.name])[1])
+                      for f in dataclasses.fields(Task)])
+
+
+def _to_plain(obj):
+    if dataclasses.is_dataclass(obj):
+        return {f.name: _to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, Enum):
+        return obj.value
+    if isinstance(obj, tuple):
+        return [_to_plain(x) for x in obj]
+    return obj
+
+
+def _from_plain(hint, data, where: str):
+    hint, optional = _unwrap_optional(hint)
+    if data is None:
+        if optional:
+            return None
+        raise ValueError(f"{where}: value is required")
+    if dataclasses.is_dataclass(hint):
+        if not isinstance(data, dict):
+            raise ValueError(f"{where}: expected an object, got {type(data).__name__}")
+        names = {f.name for f in dataclasses.fields(hint)}
+        unknown = set(data) - names
+        if unknown:
+            raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
+        hints = typing.get_type_hints(hint)
+        kwargs = {}
+        for f in dataclasses.fields(hint):
+            if f.name in data:
+                kwargs[f.name] = _from_plain(hints[f.name], data[f.name], f"{where}.{f.name}")
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise ValueError(f"{where}: missing key {f.name!r}")
+        return hint(**kwargs)
+    if typing.get_origin(hint) is tuple:
+        (item,) = typing.get_args(hint)[:1]
+        return tuple(_from_plain(item, x, f"{where}[{i}]") for i, x in enumerate(data))
+    if isinstance(hint, type) and issubclass(hint, Enum):
+        try:
+            return hint(data)
+        except ValueError:
+            raise ValueError(f"{where}: {data!r} is not one of {[e.value for e in hint]}") from None
+    if hint is float and isinstance(data, int) and not isinstance(data, bool):
+        return float(data)
+    if hint in _SCALARS and not isinstance(data, hint):
+        raise ValueError(f"{where}: expected {hint.__name__}, got {type(data).__name__} {data!r}")
+    return data
+
+
+def tasks_to_arrow(tasks: typing.Iterable[Task]) -> pa.Table:
+    return pa.Table.from_pylist([t.to_dict() for t in tasks], schema=arrow_schema())
+
+
+def tasks_from_arrow(table: pa.Table) -> list[Task]:
+    return [Task.from_dict(row) for row in table.to_pylist()]

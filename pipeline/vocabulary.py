@@ -1,0 +1,108 @@
+"""Every name the pipeline and its users share, defined once.
+
+Intents, levels, answer types, statuses, noise levels and types, and the Dagster asset keys and
+groups are imported from here by the domain core, the Dagster layer, the data contracts and the
+environment. A value that is not in these enums is an error wherever it appears.
+"""
+
+from enum import StrEnum
+
+
+class Intent(StrEnum):
+    DEMOGRAPHICS_ENCOUNTERS = "demographics_encounters"
+    DIAGNOSES = "diagnoses"
+    PROCEDURES = "procedures"
+    MEDICATIONS = "medications"
+    LABORATORY = "laboratory"
+    VITALS_IO = "vitals_io"
+
+
+class Level(StrEnum):
+    PATIENT = "patient"  # about one patient, admission or ICU stay
+    POPULATION = "population"  # about a cohort
+
+
+class AnswerType(StrEnum):
+    NUMBER = "number"  # float, compared within the task's tolerance, in the task's unit
+    TEXT = "text"  # compared case- and whitespace-insensitively
+    TEXT_SET = "text_set"  # unordered list of text
+    TEXT_RANKED = "text_ranked"  # ordered list of text (top-N)
+    BOOLEAN = "boolean"
+    TIMESTAMP = "timestamp"  # to the second
+
+
+class Status(StrEnum):
+    """What an agent concludes about a task. A clean task's robust outcome is ``answered``."""
+
+    ANSWERED = "answered"
+    NO_EVIDENCE = "no_evidence"
+    CONFLICTING_EVIDENCE = "conflicting_evidence"
+    INCONSISTENT_RECORD = "inconsistent_record"
+    IMPLAUSIBLE_VALUE = "implausible_value"
+    UNIT_INCONSISTENCY = "unit_inconsistency"
+    INVALID_PREMISE = "invalid_premise"
+    AMBIGUOUS = "ambiguous"
+
+
+class Variant(StrEnum):
+    CLEAN = "clean"
+    NOISE = "noise"
+
+
+class NoiseLevel(StrEnum):
+    RECORD = "record"  # the task's database changes: rows hidden or added
+    VALUE = "value"  # the task's database changes: values in existing rows
+    QUERY = "query"  # the question changes; the database stays
+
+
+class NoiseType(StrEnum):
+    MISSING_EVIDENCE = "missing_evidence"
+    CONFLICTING_DUPLICATE = "conflicting_duplicate"
+    ORPHANED_RECORD = "orphaned_record"
+    IMPLAUSIBLE_VALUE = "implausible_value"
+    UNIT_MISMATCH = "unit_mismatch"
+    NONEXISTENT_ENTITY = "nonexistent_entity"
+    FALSE_PREMISE = "false_premise"
+    OUT_OF_WINDOW = "out_of_window"
+    AMBIGUOUS_REFERENCE = "ambiguous_reference"
+
+
+NOISE_LEVEL_OF: dict[NoiseType, NoiseLevel] = {
+    NoiseType.MISSING_EVIDENCE: NoiseLevel.RECORD,
+    NoiseType.CONFLICTING_DUPLICATE: NoiseLevel.RECORD,
+    NoiseType.ORPHANED_RECORD: NoiseLevel.RECORD,
+    NoiseType.IMPLAUSIBLE_VALUE: NoiseLevel.VALUE,
+    NoiseType.UNIT_MISMATCH: NoiseLevel.VALUE,
+    NoiseType.NONEXISTENT_ENTITY: NoiseLevel.QUERY,
+    NoiseType.FALSE_PREMISE: NoiseLevel.QUERY,
+    NoiseType.OUT_OF_WINDOW: NoiseLevel.QUERY,
+    NoiseType.AMBIGUOUS_REFERENCE: NoiseLevel.QUERY,
+}
+
+
+class SourceKind(StrEnum):
+    SYNTHETIC = "synthetic"
+    MIMIC_IV = "mimic_iv"  # a PhysioNet-layout folder: the demo or the credentialed database
+
+
+class Split(StrEnum):
+    TRAIN = "train"
+    VALIDATION = "validation"
+    TEST = "test"
+
+
+class Group(StrEnum):
+    """Dagster asset groups, one per pipeline stage."""
+
+    SOURCE = "source"
+    TEMPLATES = "templates"
+    NOISE = "noise"
+    RELEASE = "release"
+
+
+class AssetName(StrEnum):
+    SOURCE_DATABASE = "source_database"
+    TEMPLATE_CATALOGUE = "template_catalogue"
+    CLEAN_TASKS = "clean_tasks"
+    NOISE_PAIRS = "noise_pairs"
+    RELEASE = "release"

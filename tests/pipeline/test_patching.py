@@ -1,0 +1,49 @@
+"""A patch is applied as views over the source tables and leaves the source untouched."""
+
+import duckdb
+import pytest
+
+from pipeline.patching import patched, patched_select
+from pipeline.schema import create_table_sql, table
+from pipeline.task_model import AddedRow, ColumnValue, Patch, RowRef, ValueChange
+
+
+@pytest.fixture()
+def con(tmp_path):
+    con = duckdb.connect(str(tmp_path / "source.duckdb"))
+    con.execute(create_table_sql(table("labevents")))
+    con.execute("INSERT INTO labevents (row_id, labevent_id, subject_id, specimen_id, itemid, valuenum) "
+                "SELECT range, range, 1, 1, 50971, range + 3.0 FROM range(5)")
+    yield con
+    con.close()
+
+
+def values(con):
+    return con.execute("SELECT row_id, valuenum FROM labevents ORDER BY row_id").fetchall()
+
+
+def test_hide_update_and_add_are_visible_inside_the_block_and_gone_after(con):
+    clean = values(con)
+    patch = Patch(
+        hide=(RowRef("labevents", 1),),
+        update=(ValueChange("labevents", 2, "valuenum", "99.5"),),
+        add=(AddedRow("labevents", -1, (ColumnValue("labevent_id", "100"), ColumnValue("subject_id", "1"),
+                                        ColumnValue("specimen_id", "1"), ColumnValue("itemid", "50971"),
+                                        ColumnValue("valuenum", "3.0"))),),
+    )
+    with patched(con, patch):
+        assert values(con) == [(-1, 3.0), (0, 3.0), (2, 99.5), (3, 6.0), (4, 7.0)]
+    assert values(con) == clean
+
+
+def test_an_unknown_column_is_named_in_the_error():
+    patch = Patch(update=(ValueChange("labevents", 2, "valuenumber", "1"),))
+    with pytest.raises(KeyError, match="labevents.*valuenumber"):
+        patched_select(table("labevents"), patch, "labevents")
+
+
+def test_text_values_are_quoted_safely(con):
+    patch = Patch(update=(ValueChange("labevents", 0, "comments", "it's'; DROP TABLE labevents; --"),))
+    with patched(con, patch):
+        assert con.execute("SELECT comments FROM labevents WHERE row_id = 0").fetchone()[0].startswith("it's'")
+    assert con.execute("SELECT count(*) FROM labevents").fetchone()[0] == 5
