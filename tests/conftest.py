@@ -22,3 +22,23 @@ def demo_chartevents_dir() -> Path:
     if not (DEMO_CHARTEVENTS / "icu" / "chartevents.csv.gz").exists():
         pytest.fail(f"the demo chartevents reconstruction is expected at {DEMO_CHARTEVENTS}")
     return DEMO_CHARTEVENTS
+
+
+@pytest.fixture(scope="session")
+def demo_db(demo_dir, tmp_path_factory) -> Path:
+    """The real demo as PhysioNet ships it here: 30 tables (no chartevents)."""
+    from pipeline.loader import load_mimic
+
+    path = tmp_path_factory.mktemp("demo") / "demo.duckdb"
+    load_mimic([demo_dir], path, allow_missing=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def demo_full_db(demo_dir, demo_chartevents_dir, tmp_path_factory) -> Path:
+    """The demo with the chartevents reconstruction overlaid: all 31 tables."""
+    from pipeline.loader import load_mimic
+
+    path = tmp_path_factory.mktemp("demo_full") / "demo_full.duckdb"
+    load_mimic([demo_dir, demo_chartevents_dir], path)
+    return path
