@@ -106,3 +106,20 @@ class AssetName(StrEnum):
     CLEAN_TASKS = "clean_tasks"
     NOISE_PAIRS = "noise_pairs"
     RELEASE = "release"
+
+
+class SlotKind(StrEnum):
+    """What a template slot refers to; query-level noise rewrites slots by their kind."""
+
+    SUBJECT = "subject"  # subject_id
+    ADMISSION = "admission"  # hadm_id
+    ICU_STAY = "icu_stay"  # stay_id
+    LAB_ITEM = "lab_item"  # a lab test name (d_labitems.label)
+    CHART_ITEM = "chart_item"  # a charted vital / output name (d_items.label)
+    DRUG = "drug"  # a drug name (prescriptions.drug, emar.medication, d_items.label of an input)
+    DIAGNOSIS = "diagnosis"  # an ICD diagnosis title or code
+    PROCEDURE = "procedure"  # an ICD procedure title/code or a procedureevents item
+    ORGANISM = "organism"  # microbiology organism or test name
+    CATEGORY = "category"  # a categorical value: admission type, gender, care unit, route, ...
+    TIME = "time"  # a timestamp bounding a window
+    NUMBER = "number"  # a number in the question (top-N, a threshold, hours)
