@@ -1,0 +1,3 @@
+from assets.source.assets import ASSETS
+
+__all__ = ["ASSETS"]
