@@ -123,3 +123,19 @@ class SlotKind(StrEnum):
     CATEGORY = "category"  # a categorical value: admission type, gender, care unit, route, ...
     TIME = "time"  # a timestamp bounding a window
     NUMBER = "number"  # a number in the question (top-N, a threshold, hours)
+
+
+class Operation(StrEnum):
+    """What a template computes; tells the noise stage whether the answer selects a row or aggregates."""
+
+    RETRIEVAL = "retrieval"  # a recorded fact or the set of recorded facts
+    EXISTENCE = "existence"  # yes/no: is there such a row
+    COUNT = "count"
+    MIN = "min"
+    MAX = "max"
+    MEAN = "mean"
+    SUM = "sum"
+    FIRST = "first"  # the value/time of the earliest row
+    LAST = "last"  # the value/time of the latest row
+    CHANGE = "change"  # last minus first within a window
+    TOP_N = "top_n"  # the most frequent items, ranked
