@@ -1,47 +1,524 @@
 """Load MIMIC-IV in PhysioNet's layout into one DuckDB file.
 
-(First cut: loads and types every table; error reporting, fingerprints and progress are being
-hardened.)
+Input: one or more folders in PhysioNet's layout (``hosp/<table>.csv.gz``, ``icu/<table>.csv.gz``;
+plain ``.csv`` accepted). Folders overlay: a later folder supplies the tables an earlier one lacks
+(and wins where both have a table), so the demo plus a folder holding only
+``icu/chartevents.csv.gz`` is a complete source. Output: one DuckDB file with every table under its
+MIMIC-IV name, ``row_id`` first, the types declared in ``pipeline/schema.py`` (nothing is
+type-guessed), and ``_robustgym_meta`` with the input fingerprint.
+
+The load runs in phases so that a user fixes a bad folder in one pass:
+
+1. Find every table's file and read every header: missing tables, empty files, header-only files,
+   files that are not gzip, renamed, missing, unknown or duplicate columns. Any problem stops the
+   load here, before a database is touched: these take a second to find, while a full MIMIC-IV load
+   takes long enough that nobody should wait for it to learn that a header is wrong.
+2. Load table by table into a temporary database while a second thread hashes every file and
+   checks its gzip stream end to end (DuckDB's gzip reader does not verify checksums: a corrupt
+   file can load garbage silently). Each table's failures (values that do not parse as the declared
+   type, ragged rows, empty NOT NULL values, truncated or corrupt gzip) are collected and loading
+   goes on with the next table.
+3. If anything failed, one ``SourceError`` lists every problem, the temporary database is discarded
+   and a database already at the target keeps its bytes (``source_db.atomic_database``).
+
+``row_id`` is ``row_number() OVER () - 1`` over the CSV scan. DuckDB plans an empty ``OVER ()`` as
+a streaming window, which is not a parallel operator: the scan feeding it runs in one thread, in
+file order, whatever ``threads`` is (tests/pipeline/test_loader.py checks this on a file large
+enough that a parallel scan does reorder).
 """
 
-from collections.abc import Callable, Sequence
+import csv
+import gzip
+import hashlib
+import json
+import logging
+import re
+import time
+import zlib
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.schema import ROW_ID, TABLES, Table, duckdb_columns
+import duckdb
+
+from pipeline.capabilities import disabled_intents, intents_needing, tables_for
+from pipeline.schema import ROW_ID, SCHEMA_VERSION, TABLES, Column, Table, create_table_sql
 from pipeline.source_db import SourceInfo, atomic_database, row_counts, write_source_info
-from pipeline.vocabulary import SourceKind
+from pipeline.vocabulary import Intent, SourceKind
 
-LOADER_VERSION = "1"
+logger = logging.getLogger(__name__)
+
+LOADER_VERSION = "2"
+
+SUFFIXES = (".csv.gz", ".csv")
+_CHUNK = 1 << 20
+_MAX_HEADER_BYTES = 1 << 16
+# Bad records reported per table: enough to see a pattern, few enough to read.
+_SHOWN_PER_TABLE = 5
+# Rejected records DuckDB keeps per file while diagnosing; a shifted column can reject every row.
+_REJECTS_LIMIT = 1000
+_REJECTS_TABLE = "_robustgym_rejects"
+_REJECTS_SCAN = "_robustgym_rejects_scan"
 
 
-def find_table_file(dirs: Sequence[Path], t: Table) -> Path | None:
-    """The file for ``t`` in the last directory that has one (later directories overlay earlier)."""
-    for d in reversed([Path(d) for d in dirs]):
-        for suffix in (".csv.gz", ".csv"):
-            p = d / t.module / f"{t.name}{suffix}"
-            if p.exists():
-                return p
-    return None
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with the input: the file, and where known the column and line."""
+
+    file: str
+    column: str | None
+    line: int | None  # 1-based, the header is line 1; a record with embedded newlines counts once
+    message: str
+
+    def __str__(self) -> str:
+        where = self.file
+        if self.line is not None:
+            where += f", line {self.line}"
+        if self.column is not None:
+            where += f", column {self.column}"
+        return f"{where}: {self.message}"
+
+
+class SourceError(Exception):
+    """The input folder(s) cannot be loaded; ``problems`` lists every reason found."""
+
+    def __init__(self, problems: Sequence[Problem], hint: str = ""):
+        self.problems = tuple(problems)
+        self.hint = hint
+        n = len(self.problems)
+        lines = [f"cannot load MIMIC-IV: {n} problem{'' if n == 1 else 's'}"]
+        lines += [f"  - {p}" for p in self.problems]
+        if hint:
+            lines.append(hint)
+        super().__init__("\n".join(lines))
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    table: Table
+    path: Path
+    root: Path  # the folder it was found in
+
+    @property
+    def relpath(self) -> str:
+        return self.path.relative_to(self.root).as_posix()
+
+    @property
+    def gzipped(self) -> bool:
+        return self.path.name.endswith(".gz")
+
+
+@dataclass(frozen=True)
+class FileDigest:
+    size: int
+    sha256: str
+    problem: Problem | None  # a broken gzip stream
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    db_path: Path
+    fingerprint: str
+    row_counts: dict[str, int]  # table -> rows, schema order
+    missing_tables: tuple[str, ...]
+    disabled_intents: tuple[Intent, ...]
+    seconds: float
+
+
+# ------------------------------------------------------------------ phase 1: files and headers
+
+
+def find_sources(dirs: Sequence[Path]) -> tuple[dict[str, SourceFile], list[Problem]]:
+    """Each table's file (later folders overlay earlier ones), and problems with the folders."""
+    files: dict[str, SourceFile] = {}
+    problems: list[Problem] = []
+    if not dirs:
+        problems.append(Problem("(no folder)", None, None, "no MIMIC-IV folder was given"))
+    for root in (Path(d) for d in dirs):
+        if not root.is_dir():
+            problems.append(Problem(str(root), None, None, "is not a folder"))
+            continue
+        found = 0
+        for t in TABLES:
+            candidates = [root / t.module / f"{t.name}{s}" for s in SUFFIXES]
+            candidates = [p for p in candidates if p.is_file()]
+            if not candidates:
+                continue
+            found += 1
+            files[t.name] = SourceFile(t, candidates[0], root)
+            if len(candidates) > 1:
+                problems.append(Problem(str(candidates[0]), None, None,
+                                        f"both {candidates[0].name} and {candidates[1].name} exist; "
+                                        "keep one so it is clear which is loaded"))
+        if not found:
+            problems.append(Problem(str(root), None, None,
+                                    "holds no MIMIC-IV table file: expected PhysioNet's layout, "
+                                    "hosp/<table>.csv.gz and icu/<table>.csv.gz"))
+    return files, problems
+
+
+def read_header(src: SourceFile) -> tuple[list[str] | None, list[Problem]]:
+    """The file's header fields, or the problems that stop it being read (empty, not gzip, ...)."""
+    f = str(src.path)
+    if src.path.stat().st_size == 0:
+        return None, [Problem(f, None, None, "the file is empty (0 bytes): an interrupted download? "
+                                             "fetch it again")]
+    opener = gzip.open if src.gzipped else open
+    try:
+        with opener(src.path, "rb") as fh:
+            first = fh.readline(_MAX_HEADER_BYTES)
+            second = fh.readline(64)
+    except gzip.BadGzipFile as e:
+        return None, [Problem(f, None, None, f"is not a gzip file although it is named .gz ({e})")]
+    except EOFError:
+        return None, [Problem(f, None, 1, "truncated gzip: the compressed data ends inside the header "
+                                          "(an interrupted download?)")]
+    except (zlib.error, OSError) as e:
+        return None, [Problem(f, None, 1, f"corrupt gzip: {e}")]
+    try:
+        text = first.decode("utf-8-sig").rstrip("\r\n")
+    except UnicodeDecodeError as e:
+        return None, [Problem(f, None, 1, f"the header is not UTF-8 text ({e.reason} at byte {e.start})")]
+    if not first.endswith(b"\n") and len(first) >= _MAX_HEADER_BYTES:
+        return None, [Problem(f, None, 1, f"the first line is longer than {_MAX_HEADER_BYTES} bytes: "
+                                          "not a CSV header")]
+    header = next(csv.reader([text]), [])
+    if not second:
+        return header, [Problem(f, None, None, f"has a header but no rows: {src.table.name} cannot be empty")]
+    return header, []
+
+
+def map_header(src: SourceFile, header: list[str]) -> tuple[list[Column], list[Problem]]:
+    """The schema column behind each header field, in file order (matched case-insensitively)."""
+    t, f = src.table, str(src.path)
+    spelling: dict[str, Column] = {}
+    for c in t.columns:
+        spelling[c.name.lower()] = c
+        if c.header:
+            spelling[c.header.lower()] = c
+    mapped: list[Column] = []
+    unknown: list[str] = []
+    problems: list[Problem] = []
+    for field in header:
+        c = spelling.get(field.strip().lower())
+        if c is None:
+            unknown.append(field)
+        elif c in mapped:
+            problems.append(Problem(f, c.name, 1, f"column {field!r} appears twice in the header"))
+        else:
+            mapped.append(c)
+    missing = [c.name for c in t.columns if c not in mapped]
+    for field in unknown:
+        hint = f" (renamed? the header lacks {', '.join(missing)})" if missing else ""
+        problems.append(Problem(f, field, 1, f"unexpected column {field!r}: {t.name} in {SCHEMA_VERSION} "
+                                             f"has no such column{hint}"))
+    for name in missing:
+        problems.append(Problem(f, name, 1, f"column {name!r} of {t.name} is missing from the header"))
+    return mapped, problems
+
+
+def missing_table_problems(missing: Sequence[str], dirs: Sequence[Path], allow_missing: bool,
+                           intents: tuple[Intent, ...] | None) -> list[Problem]:
+    """A problem for every missing table the caller cannot do without."""
+    if not allow_missing:
+        required = set(missing)
+    else:
+        required = tables_for(intents or ())
+    looked = ", ".join(str(d) for d in dirs)
+    problems = []
+    for t in TABLES:
+        if t.name not in missing or t.name not in required:
+            continue
+        needers = intents_needing(t.name)
+        if allow_missing:
+            needers = tuple(i for i in needers if i in (intents or ()))
+            why = f"the intents you asked for need it: {', '.join(needers)}"
+        elif needers:
+            why = f"needed by the intents {', '.join(needers)}"
+        else:
+            why = "no intent needs it, but a complete MIMIC-IV load includes it"
+        problems.append(Problem(t.relpath, None, None,
+                                f"table {t.name} is missing (no {t.module}/{t.name}.csv.gz or .csv "
+                                f"in {looked}); {why}"))
+    return problems
+
+
+# ------------------------------------------------------------------ phase 2: load
+
+
+def digest_file(src: SourceFile) -> FileDigest:
+    """sha256 and size of the file; for gzip also inflate it end to end so checksums are verified."""
+    h = hashlib.sha256()
+    size = 0
+    inflater = zlib.decompressobj(wbits=31) if src.gzipped else None
+    fed = False  # the current gzip member has received data and not yet ended
+    lines = 0
+    problem = None
+    with open(src.path, "rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            h.update(chunk)
+            size += len(chunk)
+            data = chunk
+            while inflater is not None and problem is None and data:
+                try:
+                    out = inflater.decompress(data)
+                except zlib.error as e:
+                    problem = _corrupt_gzip(src, str(e), lines)
+                    break
+                fed = True
+                lines += out.count(b"\n")
+                if inflater.eof:  # a member ended; PhysioNet's files have one, gzip allows several
+                    data = inflater.unused_data
+                    inflater = zlib.decompressobj(wbits=31)
+                    fed = False
+                else:
+                    data = b""
+    if inflater is not None and problem is None and fed:
+        problem = Problem(str(src.path), None, lines + 1,
+                          f"truncated gzip: the compressed data ends in the middle of line {lines + 1} "
+                          f"after {size:,} bytes (an interrupted download?); fetch the file again")
+    return FileDigest(size, h.hexdigest(), problem)
+
+
+def _corrupt_gzip(src: SourceFile, error: str, lines: int) -> Problem:
+    if "incorrect data check" in error or "incorrect length check" in error:
+        return Problem(str(src.path), None, None,
+                       f"corrupt gzip: the data does not match its checksum ({error}); fetch the file again")
+    return Problem(str(src.path), None, lines + 1,
+                   f"corrupt gzip: the compressed data is damaged near line {lines + 1} ({error}); "
+                   "fetch the file again")
+
+
+def _lit(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def _ident(s: str) -> str:
+    return '"' + s.replace('"', '""') + '"'
+
+
+def _read_csv(src: SourceFile, mapped: list[Column], *, rejects: bool = False) -> str:
+    # Types come from schema.py by name; the file's own order decides the positions, so a file whose
+    # columns are permuted still loads each value into its column.
+    columns = "{" + ", ".join(f"{_lit(c.name)}: {_lit(c.type)}" for c in mapped) + "}"
+    extra = (f", store_rejects=true, rejects_table={_lit(_REJECTS_TABLE)}, "
+             f"rejects_scan={_lit(_REJECTS_SCAN)}, rejects_limit={_REJECTS_LIMIT}") if rejects else ""
+    return (f"read_csv({_lit(str(src.path))}, header=true, auto_detect=false, columns={columns}, "
+            f"delim=',', quote='\"', escape='\"', strict_mode=true{extra})")
+
+
+def _load_table(con: duckdb.DuckDBPyConnection, src: SourceFile, mapped: list[Column]) -> tuple[int, list[Problem]]:
+    t = src.table
+    con.execute(create_table_sql(t))
+    select = ", ".join(_ident(c.name) for c in t.columns)
+    try:
+        rows = con.execute(f"INSERT INTO {_ident(t.name)} SELECT row_number() OVER () - 1 AS {ROW_ID}, "
+                           f"{select} FROM {_read_csv(src, mapped)}").fetchone()[0]
+    except duckdb.Error as e:
+        return 0, _diagnose(con, src, mapped, e)
+    if rows == 0:
+        return 0, [Problem(str(src.path), None, None, f"has a header but no rows: {t.name} cannot be empty")]
+    return rows, []
+
+
+def _diagnose(con: duckdb.DuckDBPyConnection, src: SourceFile, mapped: list[Column],
+              error: duckdb.Error) -> list[Problem]:
+    """Turn a failed load into problems naming file, line, column and value."""
+    if isinstance(error, duckdb.IOException):
+        return [_reword(src, error)]
+    # Rescan collecting every bad record (DuckDB's error names only the first). Hashing every
+    # column makes the scan convert every value; count(*) alone would skip the conversions.
+    every = ", ".join(_ident(c.name) for c in mapped)
+    try:
+        con.execute(f"SELECT count(hash({every})) FROM {_read_csv(src, mapped, rejects=True)}").fetchall()
+        rejects = con.execute(
+            f"SELECT line, column_name, error_type, csv_line, error_message FROM {_REJECTS_TABLE} "
+            "ORDER BY line").fetchall()
+        con.execute(f"DROP TABLE IF EXISTS {_REJECTS_TABLE}")
+        con.execute(f"DROP TABLE IF EXISTS {_REJECTS_SCAN}")
+    except duckdb.Error:
+        rejects = []
+    if rejects:
+        return _reject_problems(src, rejects)
+    if isinstance(error, duckdb.ConstraintException):
+        found = _null_problems(con, src, mapped)
+        if found:
+            return found
+    return [_reword(src, error)]
+
+
+_CONVERT = re.compile(r'Could not convert string "(?P<value>.*?)" to \'(?P<type>[^\']+)\'', re.S)
+_LINE = re.compile(r"CSV Error on Line: (\d+)")
+_COLUMN = re.compile(r'converting column "([^"]+)"')
+
+
+def _value_message(src: SourceFile, column: str | None, error_message: str) -> str | None:
+    m = _CONVERT.search(error_message)
+    if not m:
+        return None
+    declared = column and next((c.type for c in src.table.columns if c.name == column), None)
+    return f"{m['value']!r} is not a valid {declared or m['type']}"
+
+
+_STRUCTURAL = {"TOO MANY COLUMNS", "MISSING COLUMNS", "UNQUOTED VALUE", "LINE SIZE OVER MAXIMUM",
+               "INVALID ENCODING", "INVALID UNICODE"}
+_COUNTS = re.compile(r"Expected Number of Columns: (\d+) Found: (\d+)")
+
+
+def _reject_problems(src: SourceFile, rejects: list[tuple]) -> list[Problem]:
+    by_line: dict[int, list[tuple]] = {}
+    for r in rejects:
+        by_line.setdefault(int(r[0]), []).append(r)
+    out = []
+    for line, errors in list(by_line.items())[:_SHOWN_PER_TABLE]:
+        structural = [e for e in errors if e[2] in _STRUCTURAL]
+        # A line with the wrong number of fields also fails to convert the shifted values: the
+        # field count is the cause worth reporting.
+        for _, column, error_type, csv_line, error_message in structural[:1] or errors:
+            column = column if isinstance(column, str) and not structural else None
+            message = _value_message(src, column, error_message)
+            counts = _COUNTS.search(error_message)
+            if message is None and counts:
+                found = int(counts[2])
+                message = (f"the line has {found} field{'' if found == 1 else 's'} where "
+                           f"{src.table.name} has {counts[1]} "
+                           "(a stray delimiter or quote?)")
+            if message is None:
+                message = f"{error_type.lower()}: {error_message}"
+            shown = csv_line if len(csv_line) <= 120 else csv_line[:117] + "..."
+            if structural:
+                message += f"; the line reads {shown!r}"
+            out.append(Problem(str(src.path), column, line, message))
+    more = len(by_line) - _SHOWN_PER_TABLE
+    if more > 0:
+        counted = f"{more:,}" + (" or more" if len(rejects) >= _REJECTS_LIMIT else "")
+        out.append(Problem(str(src.path), None, None, f"... and {counted} more bad lines"))
+    return out
+
+
+def _null_problems(con: duckdb.DuckDBPyConnection, src: SourceFile, mapped: list[Column]) -> list[Problem]:
+    required = [c for c in src.table.columns if not c.nullable]
+    aggregates = ", ".join(
+        f"count(*) FILTER (WHERE {_ident(c.name)} IS NULL), min(line) FILTER (WHERE {_ident(c.name)} IS NULL)"
+        for c in required)
+    row = con.execute(f"SELECT {aggregates} FROM (SELECT row_number() OVER () + 1 AS line, * "
+                      f"FROM {_read_csv(src, mapped)})").fetchone()
+    out = []
+    for i, c in enumerate(required):
+        n, first = row[2 * i], row[2 * i + 1]
+        if n:
+            out.append(Problem(str(src.path), c.name, int(first),
+                               f"empty on {n:,} line{'s' if n > 1 else ''} (first shown), but "
+                               f"{src.table.name}.{c.name} is declared NOT NULL"))
+    return out
+
+
+def _reword(src: SourceFile, error: duckdb.Error) -> Problem:
+    text = str(error)
+    line = _LINE.search(text)
+    column = _COLUMN.search(text)
+    col = column[1] if column else None
+    message = _value_message(src, col, text)
+    if message is None:
+        message = text.split("\n", 1)[0]
+        message = re.sub(r"^[A-Za-z ]*Error: ", "", message)
+        message = message.replace(f": {src.path}", "").strip()
+        if "GZIP" in message:
+            message = f"broken gzip file: {message}"
+    return Problem(str(src.path), col, int(line[1]) if line else None, message)
+
+
+# ------------------------------------------------------------------ the load
+
+
+def fingerprint_of(digests: dict[str, FileDigest]) -> tuple[str, dict]:
+    """The source fingerprint and what went into it; ``digests`` is keyed by relative path."""
+    payload = {
+        "schema_version": SCHEMA_VERSION,
+        "loader_version": LOADER_VERSION,
+        "files": [{"path": rel, "size": d.size, "sha256": d.sha256} for rel, d in sorted(digests.items())],
+    }
+    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(canonical).hexdigest(), payload
 
 
 def load_mimic(dirs: Sequence[Path], db_path: Path, *, allow_missing: bool = False,
-               progress: Callable[[str], None] | None = None) -> dict[str, int]:
-    files = {t.name: find_table_file(dirs, t) for t in TABLES}
-    missing = [name for name, f in files.items() if f is None]
-    if missing and not allow_missing:
-        raise FileNotFoundError(f"missing MIMIC-IV tables: {', '.join(missing)}")
-    with atomic_database(Path(db_path)) as con:
-        for t in TABLES:
-            f = files[t.name]
-            if f is None:
-                continue
-            cols = "{" + ", ".join(f"'{k}': '{v}'" for k, v in duckdb_columns(t).items()) + "}"
-            con.execute(
-                f'CREATE TABLE "{t.name}" AS SELECT row_number() OVER () - 1 AS {ROW_ID}, * '
-                f"FROM read_csv('{f}', header=true, auto_detect=false, columns={cols})"
-            )
-            if progress:
-                progress(t.name)
-        write_source_info(con, SourceInfo(SourceKind.MIMIC_IV, "unfingerprinted", {}))
-        counts = row_counts(con)
-    return counts
+               intents: Iterable[Intent | str] | None = None,
+               progress: Callable[[str], None] | None = None,
+               threads: int | None = None) -> LoadReport:
+    """Load PhysioNet-layout folder(s) into the DuckDB file ``db_path``; raise ``SourceError`` with
+    every problem found if the input is not sound (the file at ``db_path`` is then untouched).
+
+    ``allow_missing`` builds without absent tables and records them, and the intents they disable,
+    in the source metadata; ``intents`` names intents that must stay available even then (a missing
+    table one of them needs is still an error). ``threads`` caps DuckDB's worker threads.
+    """
+    started = time.perf_counter()
+    dirs = [Path(d) for d in dirs]
+    db_path = Path(db_path)
+    wanted = None if intents is None else tuple(Intent(i) for i in intents)
+
+    def say(message: str) -> None:
+        logger.info(message)
+        if progress:
+            progress(message)
+
+    files, problems = find_sources(dirs)
+    layouts: dict[str, list[Column]] = {}
+    for name, src in files.items():
+        header, found = read_header(src)
+        if header is not None:
+            layouts[name], mapping_problems = map_header(src, header)
+            found += mapping_problems
+        problems += found
+    missing = tuple(t.name for t in TABLES if t.name not in files)
+    missing_problems = missing_table_problems(missing, dirs, allow_missing, wanted)
+    problems += missing_problems
+    disabled = disabled_intents(missing)
+    if problems:
+        hint = ""
+        if missing_problems and not allow_missing:
+            hint = ("To build without the missing tables, pass allow_missing=True (robustgym load "
+                    f"--allow-missing); that disables the intents: {', '.join(disabled) or 'none'}.")
+        raise SourceError(problems, hint)
+
+    ordered = [files[t.name] for t in TABLES if t.name in files]
+    say(f"loading {len(ordered)} MIMIC-IV tables from {', '.join(map(str, dirs))} into {db_path}")
+    if missing:
+        say(f"missing tables (allowed): {', '.join(missing)}; intents disabled: "
+            f"{', '.join(disabled) or 'none'}")
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="robustgym-digest")
+    try:
+        # Submitted in load order, the digests keep pace with the load on a second core.
+        digests: dict[str, Future[FileDigest]] = {s.table.name: pool.submit(digest_file, s) for s in ordered}
+        with atomic_database(db_path) as con:
+            if threads is not None:
+                con.execute(f"SET threads = {int(threads)}")
+            for src in ordered:
+                t0 = time.perf_counter()
+                rows, found = _load_table(con, src, layouts[src.table.name])
+                seconds = time.perf_counter() - t0
+                broken = digests[src.table.name].result().problem
+                if broken is not None:
+                    found = [broken]  # DuckDB's complaints about a damaged stream are its echoes
+                problems += found
+                if found:
+                    say(f"{src.relpath}: FAILED ({len(found)} problem{'s' if len(found) > 1 else ''})")
+                else:
+                    say(f"{src.relpath}: {rows:,} rows in {seconds:.2f} s "
+                        f"({rows / max(seconds, 1e-9):,.0f} rows/s)")
+            if problems:
+                raise SourceError(problems)
+            fingerprint, details = fingerprint_of(
+                {s.relpath: digests[s.table.name].result() for s in ordered})
+            details["tables_missing"] = list(missing)
+            details["intents_disabled"] = [str(i) for i in disabled]
+            write_source_info(con, SourceInfo(SourceKind.MIMIC_IV.value, fingerprint, details))
+            counts = row_counts(con)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    seconds = time.perf_counter() - started
+    say(f"loaded {len(counts)} tables, {sum(counts.values()):,} rows in {seconds:.1f} s; "
+        f"fingerprint {fingerprint}")
+    return LoadReport(db_path, fingerprint, counts, missing, disabled, seconds)
