@@ -80,6 +80,14 @@ NOISE_LEVEL_OF: dict[NoiseType, NoiseLevel] = {
 }
 
 
+class ProofCheck(StrEnum):
+    """What a twin's proof of effect showed (``Proof.check``)."""
+
+    ANSWER_CHANGED = "answer_changed"  # record/value: under the patch the gold SQL no longer gives the clean answer
+    PREMISE_FALSE = "premise_false"  # query: the entity, event or window the question presumes is not in the record
+    REFERENCE_AMBIGUOUS = "reference_ambiguous"  # query: the question's reference matches several things
+
+
 class SourceKind(StrEnum):
     SYNTHETIC = "synthetic"
     MIMIC_IV = "mimic_iv"  # a PhysioNet-layout folder: the demo or the credentialed database
