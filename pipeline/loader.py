@@ -386,7 +386,8 @@ def _reject_problems(src: SourceFile, rejects: list[tuple]) -> list[Problem]:
                            "(a stray delimiter or quote?)")
             if message is None:
                 message = f"{error_type.lower()}: {error_message}"
-            shown = csv_line if len(csv_line) <= 120 else csv_line[:117] + "..."
+            # Both ends: a surplus or missing field shows at the end of the line.
+            shown = csv_line if len(csv_line) <= 160 else f"{csv_line[:90]} ... {csv_line[-60:]}"
             if structural:
                 message += f"; the line reads {shown!r}"
             out.append(Problem(str(src.path), column, line, message))
