@@ -68,7 +68,9 @@ class Problem:
 
     file: str
     column: str | None
-    line: int | None  # 1-based, the header is line 1; a record with embedded newlines counts once
+    # 1-based, the header is line 1. For values DuckDB rejects a record counts as one line even if a
+    # quoted value spans several; MIMIC-IV's files have few such values.
+    line: int | None
     message: str
 
     def __str__(self) -> str:
@@ -176,6 +178,8 @@ def read_header(src: SourceFile) -> tuple[list[str] | None, list[Problem]]:
                                           "(an interrupted download?)")]
     except (zlib.error, OSError) as e:
         return None, [Problem(f, None, 1, f"corrupt gzip: {e}")]
+    if not src.gzipped and first.startswith(b"\x1f\x8b"):
+        return None, [Problem(f, None, None, "is gzip-compressed although it is named .csv: name it .csv.gz")]
     try:
         text = first.decode("utf-8-sig").rstrip("\r\n")
     except UnicodeDecodeError as e:
@@ -276,7 +280,7 @@ def digest_file(src: SourceFile) -> FileDigest:
                     data = b""
     if inflater is not None and problem is None and fed:
         problem = Problem(str(src.path), None, lines + 1,
-                          f"truncated gzip: the compressed data ends in the middle of line {lines + 1} "
+                          f"truncated gzip: the compressed data stops at line {lines + 1} "
                           f"after {size:,} bytes (an interrupted download?); fetch the file again")
     return FileDigest(size, h.hexdigest(), problem)
 

@@ -225,6 +225,24 @@ def test_a_later_folder_wins_where_both_have_a_table(demo_dir, tmp_path):
     assert report.row_counts["admissions"] == DEMO_ROWS["admissions"]
 
 
+def test_a_table_present_both_as_csv_and_csv_gz_is_ambiguous(demo_dir, tmp_path):
+    root = make_folder(tmp_path / "src", demo_dir)
+    (root / "hosp" / "patients.csv").write_text("".join(demo_lines(demo_dir, "patients")))
+    with pytest.raises(SourceError) as info:
+        load_mimic([root], tmp_path / "x.duckdb", allow_missing=True)
+    (problem,) = info.value.problems
+    assert "patients.csv.gz and patients.csv" in problem.message
+
+
+def test_a_gzip_file_named_csv_is_named(demo_dir, tmp_path):
+    root = make_folder(tmp_path / "src", demo_dir, link=("admissions",))
+    (root / "hosp" / "patients.csv").write_bytes((demo_dir / rel("patients")).read_bytes())
+    with pytest.raises(SourceError) as info:
+        load_mimic([root], tmp_path / "x.duckdb", allow_missing=True)
+    (problem,) = info.value.problems
+    assert problem.file.endswith("patients.csv") and "gzip-compressed" in problem.message
+
+
 def test_progress_reports_every_table_with_rows_and_rate(demo_dir, tmp_path):
     messages: list[str] = []
     load_mimic([make_folder(tmp_path / "src", demo_dir)], tmp_path / "x.duckdb", allow_missing=True,
