@@ -1,0 +1,176 @@
+"""``croissant.json``: the release described in Croissant 1.0 (ML Commons) for dataset tooling.
+
+The ``@context`` is the official Croissant 1.0 context (as mlcroissant expects it; any other makes
+mlcroissant warn). The three split files are ``FileObject``s with their sha256, gathered by a
+``FileSet``; one ``RecordSet`` of tasks has a field per column, derived from the task schema:
+structs become fields with ``subField``s, lists become ``repeated`` fields, so mlcroissant reads
+the Parquet files (through pyarrow) into the same nested records.
+"""
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+
+from pipeline.release.base_database import SourceTerms
+from pipeline.task_model import arrow_schema
+from pipeline.vocabulary import Split
+
+CROISSANT = "croissant.json"
+CONFORMS_TO = "http://mlcommons.org/croissant/1.0"
+RECORD_SET = "tasks"
+FILE_SET = "task-files"
+
+CONTEXT = {
+    "@language": "en",
+    "@vocab": "https://schema.org/",
+    "citeAs": "cr:citeAs",
+    "column": "cr:column",
+    "conformsTo": "dct:conformsTo",
+    "cr": "http://mlcommons.org/croissant/",
+    "rai": "http://mlcommons.org/croissant/RAI/",
+    "data": {"@id": "cr:data", "@type": "@json"},
+    "dataType": {"@id": "cr:dataType", "@type": "@vocab"},
+    "dct": "http://purl.org/dc/terms/",
+    "equivalentProperty": "cr:equivalentProperty",
+    "examples": {"@id": "cr:examples", "@type": "@json"},
+    "extract": "cr:extract",
+    "field": "cr:field",
+    "fileProperty": "cr:fileProperty",
+    "fileObject": "cr:fileObject",
+    "fileSet": "cr:fileSet",
+    "format": "cr:format",
+    "includes": "cr:includes",
+    "isLiveDataset": "cr:isLiveDataset",
+    "jsonPath": "cr:jsonPath",
+    "key": "cr:key",
+    "md5": "cr:md5",
+    "parentField": "cr:parentField",
+    "path": "cr:path",
+    "recordSet": "cr:recordSet",
+    "references": "cr:references",
+    "regex": "cr:regex",
+    "repeated": "cr:repeated",
+    "replace": "cr:replace",
+    "samplingRate": "cr:samplingRate",
+    "sc": "https://schema.org/",
+    "separator": "cr:separator",
+    "source": "cr:source",
+    "subField": "cr:subField",
+    "transform": "cr:transform",
+}
+
+
+def _data_type(t: pa.DataType) -> str:
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "sc:Text"
+    if pa.types.is_integer(t):
+        return "sc:Integer"
+    if pa.types.is_floating(t):
+        return "sc:Float"
+    if pa.types.is_boolean(t):
+        return "sc:Boolean"
+    if pa.types.is_timestamp(t):
+        return "sc:DateTime"
+    raise TypeError(f"no Croissant data type for {t}")
+
+
+def _field(name: str, t: pa.DataType, field_id: str, column: str, json_path: str | None,
+           descriptions: dict[str, str]) -> dict:
+    source = {"fileSet": {"@id": FILE_SET}, "extract": {"column": column}}
+    if json_path:
+        source["transform"] = {"jsonPath": json_path}
+    out = {"@type": "cr:Field", "@id": field_id, "name": name,
+           "description": descriptions.get(field_id.split("/", 1)[1], name)}
+    repeated = pa.types.is_list(t) or pa.types.is_large_list(t)
+    item = t.value_type if repeated else t
+    if repeated:
+        out["repeated"] = True
+    if pa.types.is_struct(item):
+        # Sub-fields of a repeated field address the list element; of a struct, the struct itself.
+        base = "" if repeated else (f"{json_path}." if json_path else "")
+        out["subField"] = [_field(f.name, f.type, f"{field_id}/{f.name}", column,
+                                  f"{base}{f.name}", descriptions) for f in item]
+        if not repeated:
+            out["source"] = source
+    else:
+        out["dataType"] = _data_type(item)
+        out["source"] = source
+    if repeated:
+        out["source"] = source
+    return out
+
+
+def build_croissant(manifest: dict, terms: SourceTerms, descriptions: dict[str, str],
+                    name: str = "ehr-robustgym") -> dict:
+    """The Croissant document of a release from its manifest (file hashes) and field descriptions."""
+    files = [{"@type": "cr:FileObject", "@id": f"tasks/{s.value}.parquet", "name": f"{s.value}.parquet",
+              "description": f"the {s.value} split: {manifest['files'][f'tasks/{s.value}.parquet']['rows']} tasks",
+              "contentUrl": f"tasks/{s.value}.parquet", "encodingFormat": "application/x-parquet",
+              "sha256": manifest["files"][f"tasks/{s.value}.parquet"]["sha256"]} for s in Split]
+    file_set = {"@type": "cr:FileSet", "@id": FILE_SET, "name": FILE_SET,
+                "description": "the three split files, one task per row",
+                "encodingFormat": "application/x-parquet", "includes": "tasks/*.parquet"}
+    fields = [_field(f.name, f.type, f"{RECORD_SET}/{f.name}", f.name, None, descriptions) for f in arrow_schema()]
+    return {
+        "@context": CONTEXT,
+        "@type": "sc:Dataset",
+        "name": f"{name}-{manifest['version']}",
+        "description": ("Clean-Noise pairs of clinical questions over an EHR database in the MIMIC-IV schema: "
+                        "each clean task has executed gold SQL and answer, each noisy twin a patch or changed "
+                        f"question and the outcome a robust agent should reach. Source: {terms.title}."),
+        "conformsTo": CONFORMS_TO,
+        "citeAs": terms.citation or "EHR-RobustGym release " + manifest["version"],
+        "license": terms.licence_url,
+        "url": "https://github.com/ehr-robustgym/ehr-robustgym",
+        "version": manifest["version"] if _semver(manifest["version"]) else "0.0.0",
+        "datePublished": manifest["created"][:10],
+        "isLiveDataset": False,
+        "distribution": files + [file_set],
+        "recordSet": [{"@type": "cr:RecordSet", "@id": RECORD_SET, "name": RECORD_SET,
+                       "description": "one task per row (clean task or noisy twin); split in the `split` field",
+                       "key": {"@id": f"{RECORD_SET}/task_id"}, "field": fields}],
+    }
+
+
+def _semver(version: str) -> bool:
+    parts = version.lstrip("v").split(".")
+    return len(parts) == 3 and all(p.isdigit() for p in parts)
+
+
+def write_croissant(release_dir: Path, document: dict) -> Path:
+    path = Path(release_dir) / CROISSANT
+    path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    return path
+
+
+def validate_croissant(path: Path, *, read_records: int = 0) -> list[str]:
+    """mlcroissant's errors and warnings for the file (empty when it is clean); with
+    ``read_records`` > 0, also reads that many records through mlcroissant."""
+    import logging
+
+    import mlcroissant as mlc
+
+    problems: list[str] = []
+
+    class _Collect(logging.Handler):
+        def emit(self, record):
+            if record.levelno >= logging.WARNING:
+                problems.append(record.getMessage())
+
+    handler = _Collect()
+    absl_logger = logging.getLogger("absl")
+    absl_logger.addHandler(handler)
+    try:
+        dataset = mlc.Dataset(jsonld=str(path))
+        issues = dataset.metadata.ctx.issues
+        problems += [str(e) for e in issues.errors] + [str(w) for w in issues.warnings]
+        if read_records:
+            for i, _ in enumerate(dataset.records(RECORD_SET)):
+                if i + 1 >= read_records:
+                    break
+    except Exception as e:  # mlcroissant raises ValidationError (and others) for broken documents
+        problems.append(f"{type(e).__name__}: {e}")
+    finally:
+        absl_logger.removeHandler(handler)
+    return problems

@@ -1,0 +1,116 @@
+"""``manifest.json``: what a release is, how it was built, and how to check its files.
+
+Keys (see docs/architecture.md, "Release layout"): ``version``, ``created``, ``source`` (``kind``,
+``fingerprint``, ``details``), ``seed``, ``config``, ``generator_version``, ``counts``, ``files``
+(relative path -> ``sha256``, ``rows``), ``schema``, ``base_database`` and ``rebuild_command``,
+and ``contracts`` (the contract runs the release passed, with any warnings).
+
+``counts.by_category`` has one entry per (split, intent, level, noise type) with at least one
+task; clean tasks are counted under the noise type ``clean``.
+"""
+
+import json
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+
+from pipeline.task_model import arrow_schema
+from pipeline.vocabulary import Split
+
+MANIFEST = "manifest.json"
+CLEAN = "clean"  # the noise-type column of the counts for clean tasks
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def generator_version() -> str:
+    """The git revision the release was built from (``+dirty`` with uncommitted changes), or the
+    installed package version when the code is not a git checkout."""
+    try:
+        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                             timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+        return f"git:{rev}" + ("+dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return f"ehr-robustgym=={version('ehr-robustgym')}"
+        except PackageNotFoundError:
+            return "unknown"
+
+
+def count_tasks(tables: dict[str, pa.Table]) -> dict:
+    """Counts per split x intent x level x noise type, per split, per variant, and in total."""
+    cells: Counter = Counter()
+    for split, table in tables.items():
+        cols = table.select(["intent", "level", "noise_type"]).to_pydict()
+        for intent, level, noise in zip(cols["intent"], cols["level"], cols["noise_type"]):
+            cells[(split, intent, level, noise or CLEAN)] += 1
+    split_order = {s.value: i for i, s in enumerate(Split)}
+    by_category = [{"split": s, "intent": i, "level": lv, "noise_type": n, "tasks": c}
+                   for (s, i, lv, n), c in sorted(cells.items(), key=lambda kv: (split_order.get(kv[0][0], 9), kv[0]))]
+    by_split = {s.value: sum(c for (sp, *_), c in cells.items() if sp == s.value) for s in Split}
+    clean = sum(c for (_, _, _, n), c in cells.items() if n == CLEAN)
+    return {"total": sum(cells.values()), "clean": clean, "noise": sum(cells.values()) - clean,
+            "by_split": by_split, "by_category": by_category}
+
+
+def schema_description() -> list[dict]:
+    return [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in arrow_schema()]
+
+
+def write_manifest(release_dir: Path, manifest: dict) -> Path:
+    path = Path(release_dir) / MANIFEST
+    path.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    return path
+
+
+def read_manifest(release_dir: Path) -> dict:
+    path = Path(release_dir) / MANIFEST
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{release_dir} is not a release: it has no {MANIFEST}") from None
+
+
+def counts_markdown(counts: dict) -> str:
+    """Clean tasks and twins per intent and level (rows) and split (columns), with totals."""
+    splits = [s.value for s in Split]
+    rows: dict[tuple[str, str], Counter] = {}
+    for cell in counts["by_category"]:
+        key = (cell["intent"], cell["level"])
+        kind = "clean" if cell["noise_type"] == CLEAN else "noise"
+        rows.setdefault(key, Counter())[(cell["split"], kind)] += cell["tasks"]
+    head = "| intent | level | " + " | ".join(f"{s} clean | {s} noise" for s in splits) + " | total |"
+    lines = [head, "| --- | --- | " + " | ".join("---: | ---:" for _ in splits) + " | ---: |"]
+    totals = Counter()
+    for (intent, level), c in sorted(rows.items()):
+        cells = []
+        for s in splits:
+            cells += [str(c[(s, "clean")]), str(c[(s, "noise")])]
+            totals[(s, "clean")] += c[(s, "clean")]
+            totals[(s, "noise")] += c[(s, "noise")]
+        lines.append(f"| {intent} | {level} | " + " | ".join(cells) + f" | {sum(c.values())} |")
+    total_cells = []
+    for s in splits:
+        total_cells += [str(totals[(s, "clean")]), str(totals[(s, "noise")])]
+    lines.append("| **all** | | " + " | ".join(total_cells) + f" | {counts['total']} |")
+    return "\n".join(lines)
+
+
+def noise_counts_markdown(counts: dict) -> str:
+    """Tasks per noise type (``clean`` first) and split."""
+    splits = [s.value for s in Split]
+    by_type: dict[str, Counter] = {}
+    for cell in counts["by_category"]:
+        by_type.setdefault(cell["noise_type"], Counter())[cell["split"]] += cell["tasks"]
+    lines = ["| noise type | " + " | ".join(splits) + " | total |",
+             "| --- | " + " | ".join("---:" for _ in splits) + " | ---: |"]
+    for noise in sorted(by_type, key=lambda n: (n != CLEAN, n)):
+        c = by_type[noise]
+        lines.append(f"| {noise} | " + " | ".join(str(c[s]) for s in splits) + f" | {sum(c.values())} |")
+    return "\n".join(lines)

@@ -1,0 +1,265 @@
+"""Build and publish a release: splits, files, contracts, manifest, card, croissant, diff, latest.
+
+Publishing is atomic. Everything is written into a temporary folder next to the releases
+(``releases/.tmp-<version>-...``), read back and validated there (the data contracts on the Parquet
+files as written, the manifest's hashes, croissant.json through mlcroissant), and only then renamed
+to ``releases/<version>``; ``releases/latest`` is switched last, by an atomic rename of a symlink.
+Any failure, an exception or an interrupt, removes the temporary folder: the previous releases and
+``latest`` are untouched and no half release exists under a version name.
+
+A version is immutable. Rebuilding an existing version is accepted when it reproduces the same task
+files byte for byte (the release is left as it is); a build that would put different tasks under
+an existing version is refused with ``ReleaseConflict``.
+"""
+
+import os
+import re
+import secrets
+import shutil
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from pipeline.contracts import (
+    ContractResult,
+    ContractViolation,
+    check_release_splits,
+    check_task_set,
+)
+from pipeline.release.base_database import (
+    BASE_DATABASE,
+    classify_source,
+    rebuild_command,
+    ships_database,
+)
+from pipeline.release.croissant import build_croissant, validate_croissant, write_croissant
+from pipeline.release.dataset_card import render_dataset_card, write_dataset_card
+from pipeline.release.diff import diff_releases, write_diff
+from pipeline.release.field_docs import FIELD_DESCRIPTIONS
+from pipeline.release.manifest import (
+    count_tasks,
+    generator_version,
+    read_manifest,
+    schema_description,
+    write_manifest,
+)
+from pipeline.release.splits import assign_splits, normalise_shares
+from pipeline.release.task_files import read_tasks, sha256_file, tasks_table, write_tasks
+from pipeline.source_db import read_source_info
+from pipeline.task_model import Task
+from pipeline.vocabulary import Intent, Split
+
+LATEST = "latest"
+_VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,99}$")
+
+
+class ReleaseConflict(Exception):
+    """A different release already exists under the version being published."""
+
+
+@dataclass(frozen=True)
+class ReleaseResult:
+    version: str
+    path: Path  # releases/<version>
+    manifest: dict
+    contracts: tuple[ContractResult, ...]  # the runs on the files as written (empty when reused)
+    diff: dict | None
+    reused: bool  # the version existed with byte-identical task files; nothing was written
+
+    @property
+    def warnings(self) -> list:
+        return [f for c in self.contracts for f in c.failures if not f.blocking]
+
+
+def task_file(split: Split | str) -> str:
+    return f"tasks/{Split(split).value}.parquet"
+
+
+def check_version(version: str) -> str:
+    if not _VERSION.match(version or "") or version == LATEST:
+        raise ValueError(f"release version {version!r} must be a plain folder name (letters, digits, '.', '_', "
+                         f"'+', '-'; not {LATEST!r})")
+    return version
+
+
+# ------------------------------------------------------------------------------ latest pointer
+
+def latest_version(releases_dir: Path) -> str | None:
+    """The version ``releases/latest`` names (a symlink to the version folder, or on filesystems
+    without symlinks a text file holding the version), or None before the first release."""
+    pointer = Path(releases_dir) / LATEST
+    if pointer.is_symlink():
+        return os.readlink(pointer).rstrip("/")
+    if pointer.is_file():
+        return pointer.read_text().strip() or None
+    return None
+
+
+def resolve_release(releases_dir: Path, version: str = LATEST) -> Path:
+    """The folder of ``version`` (``latest`` by default) under ``releases_dir``."""
+    releases_dir = Path(releases_dir)
+    name = latest_version(releases_dir) if version == LATEST else version
+    if name is None:
+        raise FileNotFoundError(f"no release has been published under {releases_dir}")
+    path = releases_dir / name
+    if not (path / "manifest.json").exists():
+        raise FileNotFoundError(f"release {name!r} not found under {releases_dir}")
+    return path
+
+
+def set_latest(releases_dir: Path, version: str) -> None:
+    """Point ``latest`` at ``version`` atomically (a new link renamed over the old one)."""
+    releases_dir = Path(releases_dir)
+    tmp = releases_dir / f".{LATEST}-{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        os.symlink(version, tmp, target_is_directory=True)
+    except OSError:  # no symlinks here (some Windows setups): a text file naming the version
+        tmp.write_text(version + "\n")
+    try:
+        os.replace(tmp, releases_dir / LATEST)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+# --------------------------------------------------------------------------------- the build
+
+def _source_subjects(source_db: Path) -> set[int]:
+    with duckdb.connect(str(source_db), read_only=True) as con:
+        try:
+            return {r[0] for r in con.execute("SELECT DISTINCT subject_id FROM patients").fetchall()}
+        except duckdb.CatalogException:
+            return set()
+
+
+def _task_hashes(files: Mapping[str, dict]) -> dict[str, str]:
+    return {p: f["sha256"] for p, f in files.items() if p.startswith("tasks/")}
+
+
+def build_release(tasks: Iterable[Task], *, source_db: Path, version: str, releases_dir: Path,
+                  seed: int = 0, config: Mapping | None = None,
+                  split_shares: Mapping[str, float] | None = None,
+                  noise_shares: Mapping[str, float] | None = None,
+                  intents: Sequence[str] | None = None,
+                  redistributable: bool | None = None,
+                  validate_croissant_records: int = 5,
+                  progress: Callable[[str], None] | None = None) -> ReleaseResult:
+    """Split ``tasks``, validate them against the contracts, and publish ``releases_dir/version``.
+
+    ``intents``: the intents that must have tasks (default: every intent the source did not
+    disable). ``noise_shares``: the configured noise mix the twins are checked against.
+    ``redistributable``: ship the base database or not (default: decided by the source, see
+    ``pipeline.release.base_database``). Raises ``ContractViolation`` (nothing published) when a
+    critical expectation fails, ``ReleaseConflict`` when the version exists with other tasks.
+    """
+    say = progress or (lambda message: None)
+    version = check_version(version)
+    releases_dir, source_db = Path(releases_dir), Path(source_db)
+    shares = normalise_shares(split_shares)
+    with duckdb.connect(str(source_db), read_only=True) as con:
+        info = read_source_info(con)
+    terms = classify_source(info)
+    ship = ships_database(terms, redistributable)
+    disabled = set(info.details.get("intents_disabled") or [])
+    intents = list(intents) if intents is not None else [i.value for i in Intent if i.value not in disabled]
+    subjects = _source_subjects(source_db)
+
+    say(f"assigning splits ({', '.join(f'{k} {v:.0%}' for k, v in shares.items())}, seed {seed})")
+    split_tasks = assign_splits(list(tasks), shares=shares, seed=seed, real_subjects=subjects)
+    by_split = {s.value: tasks_table([t for t in split_tasks if t.split is s]) for s in Split}
+
+    releases_dir.mkdir(parents=True, exist_ok=True)
+    previous = latest_version(releases_dir)
+    tmp = releases_dir / f".tmp-{version}-{os.getpid()}-{secrets.token_hex(4)}"
+    tmp.mkdir()
+    try:
+        say(f"writing task files into {tmp.name}")
+        for split, table in by_split.items():
+            write_tasks(table, tmp / task_file(split))
+        written = {split: read_tasks(tmp / task_file(split)) for split in by_split}
+
+        say("validating the written files against the data contracts")
+        union = pa.concat_tables(list(written.values()))
+        results = [*check_task_set(union, source_fingerprint=info.fingerprint, intents=intents,
+                                   noise_shares=noise_shares),
+                   check_release_splits(written, split_shares=shares, real_subjects=subjects)]
+        if any(not r.passed for r in results):
+            raise ContractViolation(results, f"release {version}")
+
+        files = {task_file(s): {"sha256": sha256_file(tmp / task_file(s)), "rows": written[s].num_rows}
+                 for s in by_split}
+        if ship:
+            say(f"copying the base database ({source_db.stat().st_size / 1e6:.1f} MB)")
+            shutil.copyfile(source_db, tmp / BASE_DATABASE)
+            files[BASE_DATABASE] = {"sha256": sha256_file(tmp / BASE_DATABASE), "rows": None}
+
+        counts = count_tasks(written)
+        manifest = {
+            "version": version,
+            "created": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
+            "source": {"kind": info.kind, "fingerprint": info.fingerprint, "terms": terms.name,
+                       "details": info.details},
+            "seed": seed,
+            "config": {**dict(config or {}),
+                       "release": {"split_shares": shares, "noise_shares": dict(noise_shares or {}),
+                                   "intents": intents, "redistributable": ship}},
+            "generator_version": generator_version(),
+            "counts": counts,
+            "files": files,
+            "schema": schema_description(),
+            "base_database": BASE_DATABASE if ship else None,
+            "rebuild_command": None if ship else rebuild_command(info),
+            "contracts": [{"contract": r.contract, "expectations": len(r.results),
+                           "warnings": [f.describe() for f in r.failures]} for r in results],
+        }
+        previous_dir = releases_dir / previous if previous and previous != version else None
+        diff = diff_releases(previous_dir if previous_dir and previous_dir.exists() else None,
+                             version, written, counts)
+        write_diff(tmp, diff)
+        write_manifest(tmp, manifest)
+        write_dataset_card(tmp, render_dataset_card(manifest, terms, diff))
+        write_croissant(tmp, build_croissant(manifest, terms, FIELD_DESCRIPTIONS))
+
+        say("verifying the release folder")
+        _verify_folder(tmp, manifest, validate_croissant_records)
+
+        final = releases_dir / version
+        if final.exists():
+            return _existing(final, manifest, tmp)
+        try:
+            os.rename(tmp, final)
+        except OSError:
+            if final.exists():  # another build published this version meanwhile
+                return _existing(final, manifest, tmp)
+            raise
+        set_latest(releases_dir, version)
+        say(f"published {final}")
+        return ReleaseResult(version, final, manifest, tuple(results), diff, reused=False)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _existing(final: Path, manifest: dict, tmp: Path) -> ReleaseResult:
+    existing = read_manifest(final)
+    ours, theirs = _task_hashes(manifest["files"]), _task_hashes(existing["files"])
+    if ours != theirs:
+        differing = sorted(p for p in set(ours) | set(theirs) if ours.get(p) != theirs.get(p))
+        raise ReleaseConflict(
+            f"release {manifest['version']!r} already exists at {final} with different task files "
+            f"({', '.join(differing)}); a version is immutable: publish under a new version")
+    diff = None
+    return ReleaseResult(manifest["version"], final, existing, (), diff, reused=True)
+
+
+def _verify_folder(folder: Path, manifest: dict, croissant_records: int) -> None:
+    for rel, f in manifest["files"].items():
+        got = sha256_file(folder / rel)
+        if got != f["sha256"]:
+            raise RuntimeError(f"{folder / rel}: sha256 {got} differs from the manifest's {f['sha256']}")
+    problems = validate_croissant(folder / "croissant.json", read_records=croissant_records)
+    if problems:
+        raise RuntimeError(f"{folder / 'croissant.json'} does not validate: " + "; ".join(problems))
