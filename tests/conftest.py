@@ -42,3 +42,17 @@ def demo_full_db(demo_dir, demo_chartevents_dir, tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("demo_full") / "demo_full.duckdb"
     load_mimic([demo_dir, demo_chartevents_dir], path)
     return path
+
+
+SYNTHETIC_PATIENTS = 200
+SYNTHETIC_SEED = 7
+
+
+@pytest.fixture(scope="session")
+def synthetic_db(tmp_path_factory) -> Path:
+    """A small synthetic MIMIC-IV (all 31 tables): 200 patients, seed 7."""
+    from pipeline.synthetic import generate_synthetic
+
+    path = tmp_path_factory.mktemp("synthetic") / "synthetic.duckdb"
+    generate_synthetic(path, patients=SYNTHETIC_PATIENTS, seed=SYNTHETIC_SEED)
+    return path
