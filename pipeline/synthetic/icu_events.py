@@ -68,6 +68,7 @@ def chart_rows(chunk: Chunk, adm: Admissions, stays: Stays) -> dict:
     conds = adm.conditions[stays.admission]
     shift = conds.astype(np.float64) @ _SHIFT
     level = rng.normal(0, 1, (n, len(SHIFTED_ITEMS)))
+    level[:, _COL[cat.NBP_DIA]] = 0.7 * level[:, _COL[cat.NBP_SYS]] + np.sqrt(1 - 0.7 ** 2) * level[:, _COL[cat.NBP_DIA]]
     hours = np.array([h for h, _ in cat.VITAL_INTERVAL_HOURS])
     step = hours[rng.choice(len(hours), n, p=[w for _, w in cat.VITAL_INTERVAL_HOURS])] * HOUR
     first = to_minute(stays.intime + rng.integers(5, 45, n) * MINUTE)
@@ -83,9 +84,11 @@ def chart_rows(chunk: Chunk, adm: Admissions, stays: Stays) -> dict:
                  value=fixed_text(values, _decimals(item)) if numeric else text,
                  uom=np.full(len(ss), cat.VITAL_UNITS.get(item), dtype=object))
 
-    def draw(item: int, sel: np.ndarray) -> np.ndarray:
+    def draw(item: int, sel: np.ndarray, noise: np.ndarray | None = None) -> np.ndarray:
         j = _COL[item]
-        z = shift[s[sel], j] + 0.8 * level[s[sel], j] + 0.6 * rng.normal(0, 1, int(sel.sum()))
+        if noise is None:
+            noise = rng.normal(0, 1, int(sel.sum()))
+        z = shift[s[sel], j] + 0.8 * level[s[sel], j] + 0.6 * noise
         return cat.VITALS[item][1].from_z(z)
 
     everywhere = np.ones(m, dtype=bool)
@@ -93,8 +96,11 @@ def chart_rows(chunk: Chunk, adm: Admissions, stays: Stays) -> dict:
     add(cat.HEART_RATE, everywhere, heart_rate)
     for item in (cat.RESP_RATE, cat.SPO2):
         add(item, everywhere, draw(item, everywhere))
-    systolic = draw(cat.NBP_SYS, everywhere)
-    diastolic = np.minimum(draw(cat.NBP_DIA, everywhere), systolic - 10)
+    # Systolic and diastolic pressure move together within a measurement.
+    sys_noise = rng.normal(0, 1, m)
+    systolic = draw(cat.NBP_SYS, everywhere, sys_noise)
+    dia_noise = 0.7 * sys_noise + np.sqrt(1 - 0.7 ** 2) * rng.normal(0, 1, m)
+    diastolic = np.minimum(draw(cat.NBP_DIA, everywhere, dia_noise), systolic - 15)
     add(cat.NBP_SYS, everywhere, systolic)
     add(cat.NBP_DIA, everywhere, diastolic)
     add(cat.NBP_MEAN, everywhere, np.round((systolic + 2 * diastolic) / 3))
