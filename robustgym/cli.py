@@ -7,7 +7,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("load", "synth")
+COMMANDS = ("load", "synth", "eval")
 
 
 def build_parser() -> argparse.ArgumentParser:

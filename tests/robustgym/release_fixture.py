@@ -86,7 +86,8 @@ class _Builder:
 
     def twin(self, clean: Task, noise_type: NoiseType, status: Status, patch: Patch, *,
              extra: tuple[Outcome, ...] = (), params: dict[str, str] | None = None,
-             question: str | None = None, gold_sql: str | None = None) -> Task:
+             question: str | None = None, gold_sql: str | None = None,
+             slots: dict[str, object] | None = None) -> Task:
         gold = gold_sql or clean.gold_sql
         with patched(self.con, patch):
             noisy = _answer(self.con, clean.answer_type, gold)
@@ -96,6 +97,7 @@ class _Builder:
         twin = replace(
             clean, task_id=f"{clean.task_id}~{noise_type.value}", clean_task_id=clean.task_id, variant=Variant.NOISE,
             question=question or clean.question, gold_sql=gold, answer=None, expected_status=status,
+            slots=tuple(NamedValue(k, str(v)) for k, v in slots.items()) if slots else clean.slots,
             accepted_outcomes=(Outcome(status),) + extra, noise_level=NOISE_LEVEL_OF[noise_type],
             noise_type=noise_type, noise_params=tuple(NamedValue(k, v) for k, v in (params or {}).items()),
             patch=patch, proof=proof)
@@ -146,7 +148,7 @@ def _lab_family(b: _Builder, split: Split, hadm_id: int, subject_id: int) -> Non
     fake = {"subject_id": MISSING_SUBJECT}
     b.twin(gender, NoiseType.NONEXISTENT_ENTITY, Status.INVALID_PREMISE, Patch(),
            question=gender.question.replace(str(subject_id), str(MISSING_SUBJECT)),
-           gold_sql=GENDER_SQL.format(**fake), params={"subject_id": str(MISSING_SUBJECT)})
+           gold_sql=GENDER_SQL.format(**fake), slots=fake, params={"subject_id": str(MISSING_SUBJECT)})
     b.clean(f"fx-routes-{hadm_id}", split, Intent.MEDICATIONS, Level.PATIENT,
             "By which routes were drugs prescribed to patient {subject_id} during admission {hadm_id}?",
             ROUTES_SQL, slots, AnswerType.TEXT_SET)
