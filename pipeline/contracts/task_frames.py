@@ -43,15 +43,14 @@ def as_arrow(table) -> pa.Table:
 
 def canonical_type(t: pa.DataType) -> str:
     """A type's name with the physical string and list variants folded (polars writes large_string
-    and string_view where pyarrow writes string); nested types keep their fields and nullability."""
+    and string_view where pyarrow writes string) and without nullability (polars drops it for
+    nested fields); nested types keep their field names and types."""
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return "string"
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t):
-        item = t.value_field
-        return f"list<{canonical_type(item.type)}{'' if item.nullable else ' not null'}>"
+        return f"list<{canonical_type(t.value_type)}>"
     if pa.types.is_struct(t):
-        fields = ", ".join(f"{f.name}: {canonical_type(f.type)}{'' if f.nullable else ' not null'}" for f in t)
-        return f"struct<{fields}>"
+        return "struct<" + ", ".join(f"{f.name}: {canonical_type(f.type)}" for f in t) + ">"
     return str(t)
 
 
