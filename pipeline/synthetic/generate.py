@@ -101,6 +101,7 @@ def generate_synthetic(db_path: Path | str, *, patients: int = 1000, seed: int =
             written = sum(writer.append(t.name, tables[t.name]) for t in TABLES if t.name in tables)
             say(f"synthetic: chunk {index + 1}/{chunks}: patients {first + 1}-{first + n}, {written:,} rows "
                 f"({time.perf_counter() - started:.1f} s)")
+        writer.flush()
         write_source_info(con, SourceInfo(SourceKind.SYNTHETIC, synthetic_fingerprint(patients, seed),
                                           synthetic_details(patients, seed)))
         counts = row_counts(con)

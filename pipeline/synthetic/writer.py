@@ -123,17 +123,29 @@ def to_arrow(table: str, column: Column, values: Any, n: int) -> pa.Array:
 
 
 class TableWriter:
-    """Creates every MIMIC-IV table and appends chunks of rows to them."""
+    """Creates every MIMIC-IV table and appends chunks of rows to them.
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, tables: Sequence[Table] = TABLES):
+    Rows are numbered and converted when appended, then buffered per table and inserted in
+    batches: one INSERT costs DuckDB milliseconds whatever its size, so a batch of many chunks is
+    much cheaper than an insert per chunk, while the buffer limits keep memory bounded. Call
+    ``flush`` before reading the tables.
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, tables: Sequence[Table] = TABLES, *,
+                 batch_rows: int = 250_000, buffer_bytes: int = 256 * 2**20):
         self.con = con
         self.tables = {t.name: t for t in tables}
         self.rows: dict[str, int] = {t.name: 0 for t in tables}
+        self.batch_rows = batch_rows
+        self.buffer_bytes = buffer_bytes
+        self._pending: dict[str, list[pa.Table]] = {t.name: [] for t in tables}
+        self._pending_rows: dict[str, int] = dict.fromkeys(self.tables, 0)
+        self._pending_bytes = 0
         for t in tables:
             con.execute(create_table_sql(t))
 
     def append(self, table: str, columns: Mapping[str, Any]) -> int:
-        """Append rows given column by column; returns the number of rows written."""
+        """Append rows given column by column; returns the number of rows appended."""
         t = self.tables.get(table)
         if t is None:
             raise KeyError(f"the synthetic generator writes no table named {table!r}")
@@ -153,10 +165,31 @@ class TableWriter:
         arrays = [pa.array(np.arange(start, start + n, dtype=np.int64))]
         arrays += [to_arrow(table, col, columns.get(col.name), n) for col in t.columns]
         batch = pa.Table.from_arrays(arrays, names=[ROW_ID, *t.column_names])
-        self.con.register("_synthetic_chunk", batch)
-        try:
-            self.con.execute(f'INSERT INTO "{table}" SELECT * FROM _synthetic_chunk')
-        finally:
-            self.con.unregister("_synthetic_chunk")
         self.rows[table] = start + n
+        self._pending[table].append(batch)
+        self._pending_rows[table] += n
+        self._pending_bytes += batch.nbytes
+        if self._pending_rows[table] >= self.batch_rows:
+            self._insert(table)
+        if self._pending_bytes >= self.buffer_bytes:
+            self.flush()
         return n
+
+    def flush(self) -> None:
+        """Insert everything still buffered."""
+        for table in self.tables:
+            self._insert(table)
+
+    def _insert(self, table: str) -> None:
+        pending = self._pending[table]
+        if not pending:
+            return
+        batch = pa.concat_tables(pending)
+        self._pending_bytes -= sum(b.nbytes for b in pending)
+        self._pending[table] = []
+        self._pending_rows[table] = 0
+        self.con.register("_synthetic_batch", batch)
+        try:
+            self.con.execute(f'INSERT INTO "{table}" SELECT * FROM _synthetic_batch')
+        finally:
+            self.con.unregister("_synthetic_batch")
