@@ -1,0 +1,19 @@
+"""Clinical question templates: one module per intent, registered once, extracted into clean tasks.
+
+Importing this package registers every template (``REGISTRY``). ``extract_clean_tasks`` turns a
+source database into clean tasks; see docs/architecture.md, "Templates".
+"""
+
+# Importing the intent modules registers their templates, in intent order.
+from pipeline.templates import (demographics_encounters, diagnoses, laboratory,  # noqa: F401
+                                medications, procedures, vitals_io)
+from pipeline.templates.extract import (Evaluation, ExtractionError, ExtractionResult, evaluate_slots,
+                                        extract_clean_tasks, extract_template)
+from pipeline.templates.registry import REGISTRY, DuplicateTemplateError, TemplateRegistry, register
+from pipeline.templates.template import Guard, Measure, SlotValueError, Template, TemplateError
+
+__all__ = [
+    "REGISTRY", "DuplicateTemplateError", "Evaluation", "ExtractionError", "ExtractionResult", "Guard", "Measure",
+    "SlotValueError", "Template", "TemplateError", "TemplateRegistry", "evaluate_slots", "extract_clean_tasks",
+    "extract_template", "register",
+]
