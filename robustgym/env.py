@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pipeline.answers import parse_submission
 from pipeline.task_model import Task
 from pipeline.vocabulary import Status
 from robustgym import tools
@@ -94,6 +95,10 @@ class _Episode:
         return self.env._python.run(code, self.db.query)
 
     def finish(self, status: Status, answer: Any) -> Grade:
+        if status == Status.ANSWERED:
+            # A value that cannot be read as the answer type is sent back (the episode goes on):
+            # format slips are not what the benchmark measures, and reading reveals nothing.
+            parse_submission(self.task.answer_type, answer, unit=self.task.unit)
         self.submission = {"status": status.value, "answer": to_json(answer)}
         try:
             verdict = verify(self.task, status, answer)

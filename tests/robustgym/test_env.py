@@ -1,0 +1,132 @@
+"""An episode is one task: reset gives the question and tools, the database is the base with the
+task's patch laid over it (O(patch), no copy, isolated from every other episode), tools answer
+every call with an observation, submit ends the episode with the verifier's reward."""
+
+import time
+
+import pytest
+
+from robustgym.env import Env, Limits
+from robustgym.sql_sandbox import BASE_CATALOG
+
+
+def by_noise(release, noise_type):
+    return next(t for t in release.tasks() if t.noise_type and t.noise_type.value == noise_type)
+
+
+def rows(env, query):
+    observation = env.sql(query)
+    assert observation.ok, observation.content
+    return observation.data["rows"]
+
+
+def test_reset_gives_the_question_the_tools_and_the_tables_without_bookkeeping(env, demo_release):
+    task = demo_release.tasks("test")[0]
+    observation = env.reset(task.task_id)
+    assert observation.question == task.question and task.question in observation.prompt
+    assert [t["function"]["name"] for t in observation.tools] == ["sql", "python", "submit"]
+    assert "labevents" in observation.tables and "chartevents" in observation.tables
+    assert not any(name.startswith("_robustgym") for name in observation.tables)
+    assert all(c != "row_id" for cols in observation.tables.values() for c, _ in cols)
+    assert "labevents(" in observation.system and "no_evidence" in observation.system
+    assert task.gold_sql not in observation.system + observation.prompt
+
+
+def test_each_patch_kind_is_what_the_episode_sees(env, demo_release):
+    hidden = by_noise(demo_release, "missing_evidence")
+    hadm = dict((s.name, s.value) for s in hidden.slots)["hadm_id"]
+    count = f"SELECT count(*) FROM labevents WHERE hadm_id = {hadm} AND itemid = 50971 AND valuenum IS NOT NULL"
+    env.reset(hidden.clean_task_id)
+    assert rows(env, count) == [[len(hidden.patch.hide)]]
+    env.reset(hidden.task_id)
+    assert rows(env, count) == [[0]]
+
+    changed = by_noise(demo_release, "implausible_value")
+    env.reset(changed.task_id)
+    assert rows(env, changed.gold_sql) == [[45.0]]
+
+    added = by_noise(demo_release, "conflicting_duplicate")
+    env.reset(added.clean_task_id)
+    before = rows(env, "SELECT count(*) FROM labevents")[0][0]
+    env.reset(added.task_id)
+    assert rows(env, "SELECT count(*) FROM labevents")[0][0] == before + 1
+
+
+def test_episodes_are_isolated_from_each_other(demo_release):
+    twin = by_noise(demo_release, "missing_evidence")
+    hadm = dict((s.name, s.value) for s in twin.slots)["hadm_id"]
+    count = f"SELECT count(*) FROM labevents WHERE hadm_id = {hadm} AND itemid = 50971 AND valuenum IS NOT NULL"
+    with Env(demo_release) as a, Env(demo_release) as b:
+        a.reset(twin.task_id)
+        b.reset(twin.clean_task_id)
+        assert rows(a, count) == [[0]]
+        assert rows(b, count) == [[len(twin.patch.hide)]]
+        a.reset(twin.clean_task_id)  # the twin's views die with its episode
+        assert rows(a, count) == [[len(twin.patch.hide)]]
+
+
+def test_a_reset_lays_views_for_the_patched_tables_only_and_copies_nothing(env, demo_release):
+    base = demo_release.base_database
+    stat = base.stat()
+    twin = by_noise(demo_release, "missing_evidence")
+    env.reset(twin.task_id)
+    con = env._episode.db._con
+    temp = con.execute("SELECT view_name FROM duckdb_views() WHERE database_name = 'temp'").fetchall()
+    assert sorted(v[0] for v in temp) == sorted(twin.patch.tables)
+    assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name <> ?", [BASE_CATALOG]).fetchone() \
+        == (0,)
+    assert (base.stat().st_size, base.stat().st_mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+
+
+def test_reset_time_does_not_grow_with_the_database(env, demo_release):
+    # the heart-rate twin touches chartevents (668,862 rows): a copy would take far longer than this
+    twin = next(t for t in demo_release.tasks() if "chartevents" in t.patch.tables)
+    env.reset(twin.task_id)  # warm
+    started = time.perf_counter()
+    for _ in range(5):
+        env.reset(twin.task_id)
+    assert (time.perf_counter() - started) / 5 < 0.25
+
+
+def test_bad_calls_come_back_as_errors_and_the_episode_goes_on(env, demo_release):
+    task = demo_release.tasks("test")[0]
+    assert env.sql("SELECT 1").error_kind == "episode_state"  # before reset
+    env.reset(task.task_id)
+    assert env.call("shell", {"cmd": "ls"}).error_kind == "bad_arguments"
+    assert env.call("sql", {"sql": "SELECT 1"}).error_kind == "bad_arguments"
+    assert env.call("sql", "SELECT 1").error_kind == "bad_arguments"
+    assert env.sql("SELEC 1").error_kind == "sql_error"
+    assert env.sql("").error_kind == "sql_error"
+    assert env.python("def (").error_kind == "python_error"
+    assert env.submit("maybe").error_kind == "bad_arguments"
+    assert env.submit("answered").error_kind == "bad_arguments"
+    assert env.submit("answered", "not a number").error_kind == "bad_answer"
+    assert not env.done
+    assert rows(env, "SELECT count(*) FROM patients") == [[100]]
+    assert env.submit("answered", task.answer.number).ok
+    assert env.done and env.result.passed and env.result.reward == 1.0
+    assert env.sql("SELECT 1").error_kind == "episode_state"
+
+
+def test_the_tool_call_budget_ends_the_episode(demo_release):
+    with Env(demo_release, limits=Limits(max_tool_calls=3)) as env:
+        env.reset(demo_release.tasks()[0].task_id)
+        for _ in range(3):
+            assert env.sql("SELECT 1").ok
+        assert env.sql("SELECT 1").error_kind == "budget_exceeded"
+        assert env.done and env.result.outcome == "no_submission" and env.result.reward == 0.0
+
+
+def test_an_ungradable_task_ends_with_an_error_not_a_pass(demo_release):
+    from dataclasses import replace
+
+    from robustgym.release import Release
+
+    task = replace(by_noise(demo_release, "missing_evidence"), accepted_outcomes=())
+    broken = Release(demo_release.root, demo_release.manifest, demo_release.base_database,
+                     demo_release.fingerprint, {task.split: (task,)}, {task.task_id: task})
+    with Env(broken) as env:
+        env.reset(task.task_id)
+        observation = env.submit("no_evidence")
+        assert "could not be graded" in observation.content
+        assert env.result.reward == 0.0 and not env.result.passed and env.result.outcome == "error"
