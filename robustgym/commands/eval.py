@@ -41,10 +41,10 @@ class ProgressBar:
     """Progress on stderr: redrawn in place on a terminal (at most 10 times a second), a line per
     tenth of the run otherwise (logs stay short)."""
 
-    def __init__(self, label: str, stream=sys.stderr, width: int = 30):
-        self.label, self.stream, self.width = label, stream, width
+    def __init__(self, label: str, stream=None, width: int = 30):
+        self.label, self.stream, self.width = label, stream or sys.stderr, width
         self.started, self.successes, self.last_draw, self.last_tenth = time.perf_counter(), 0, 0.0, -1
-        self.tty = hasattr(stream, "isatty") and stream.isatty()
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
 
     def __call__(self, done: int, total: int, trajectory) -> None:
         self.successes += trajectory.reward >= 1.0
