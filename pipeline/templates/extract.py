@@ -8,14 +8,14 @@ For each template, in one pass of a few DuckDB queries (never a table pulled int
    first chunk. Same database and seed, same candidates, same order.
 2. The chunk becomes a small temporary table; the gold SQL is evaluated for every candidate at once
    as a ``LATERAL`` join with the slots as column references, and so are the guards, the unit and
-   the evidence. The slot texts, not the sampled values, fill that table, so a column reference
-   means exactly what the literal in the stored gold SQL means.
+   the evidence. The table is filled with the same literals the stored gold SQL contains, so a
+   column reference means exactly what the literal means.
 3. Candidates are accepted in order until ``tasks_per_template`` are; a rejected candidate is
    counted under its first problem: an answer problem from ``pipeline.answers`` (no rows, NULL, a
    tie), a guard's reason, an ambiguous unit, or missing/too much evidence. When a chunk runs out,
    the next (twice as large) is read.
-4. The first accepted filling of every template is re-evaluated on its own with the literal SQL; a
-   difference from the batched result is a bug and raises, naming the template.
+4. The first accepted filling of every template is re-executed on its own with the literal gold
+   SQL; an answer different from the batched one is a bug and raises, naming the template.
 
 A filling's task id hashes the template id, the slot texts and the seed; its paraphrase is chosen
 from the same hash. Intents whose tables are missing from the database are skipped and reported.
@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
 
 from pipeline.answers import AnswerShapeError, Unanswerable, normalise
 from pipeline.capabilities import INTENT_TABLES
@@ -37,7 +36,7 @@ from pipeline.schema import TABLES_BY_NAME
 from pipeline.source_db import read_source_info
 from pipeline.task_model import AnswerValue, NamedValue, Outcome, RowRef, Task
 from pipeline.templates.registry import REGISTRY
-from pipeline.templates.template import Template, column_type, slot_text
+from pipeline.templates.template import Template, slot_text, sql_literal
 from pipeline.vocabulary import Intent, Level, Status, Variant
 
 DEFAULT_TASKS_PER_TEMPLATE = 40
@@ -46,7 +45,6 @@ UNIT_NOT_UNIQUE = "unit_not_unique"
 NO_EVIDENCE_ROWS = "no_evidence_rows"
 EVIDENCE_TOO_LARGE = "evidence_too_large"
 _CANDIDATES = "__rg_candidates"
-_CANDIDATE_TEXTS = "__rg_candidate_texts"
 _UNIT_WRAPPER = ("(SELECT CASE WHEN count(*) > 0 AND count(*) = count(__u) AND count(DISTINCT __u) = 1 "
                  "THEN min(__u) END FROM ({sql}) AS __units(__u))")
 
@@ -146,17 +144,14 @@ def _sampler_sql(template: Template, seed: int) -> str:
 
 
 def _load_candidates(con: duckdb.DuckDBPyConnection, template: Template, texts: list[tuple[str, ...]]) -> None:
+    # The rows are the very literals the stored gold SQL will contain, so a column reference in the
+    # batched SQL has the literal's type and value by construction.
     names = list(template.slots)
-    data = {"__k": list(range(len(texts)))}
-    data.update({f"t{i}": [row[i] for row in texts] for i in range(len(names))})
-    con.register(_CANDIDATE_TEXTS, pa.table(data))
-    try:
-        casts = ", ".join(
-            f'CAST(t{i} AS {column_type(template.slots[n], [row[i] for row in texts])}) AS "{n}"'
-            for i, n in enumerate(names))
-        con.execute(f"CREATE OR REPLACE TEMP TABLE {_CANDIDATES} AS SELECT __k, {casts} FROM {_CANDIDATE_TEXTS}")
-    finally:
-        con.unregister(_CANDIDATE_TEXTS)
+    kinds = [template.slots[n] for n in names]
+    rows = ", ".join("(" + ", ".join([str(k)] + [sql_literal(kind, v) for kind, v in zip(kinds, row)]) + ")"
+                     for k, row in enumerate(texts))
+    columns = ", ".join(["__k"] + [f'"{n}"' for n in names])
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {_CANDIDATES} AS SELECT * FROM (VALUES {rows}) AS __v({columns})")
 
 
 def _evaluate_batch(con: duckdb.DuckDBPyConnection, template: Template, n: int, wanted: int,
@@ -266,7 +261,7 @@ def extract_template(con: duckdb.DuckDBPyConnection, template: Template, *,
                     rejections[ev.problems[0]] += 1
                     continue
                 if not tasks:
-                    _spot_check(con, template, slots, ev, max_evidence_rows)
+                    _spot_check(con, template, slots, ev)
                 tasks.append(_task(template, slots, ev, seed, fingerprint))
                 if len(tasks) == tasks_per_template:
                     break
@@ -279,11 +274,13 @@ def extract_template(con: duckdb.DuckDBPyConnection, template: Template, *,
     return tasks, rejections, examined
 
 
-def _spot_check(con, template: Template, slots: dict[str, str], batched: Evaluation, max_evidence_rows: int) -> None:
-    single = evaluate_slots(con, template, slots, max_evidence_rows=max_evidence_rows)
-    if single != batched:
-        raise ExtractionError(f"template {template.id!r}: batched and literal evaluation disagree for slots {slots}: "
-                              f"{batched} != {single}")
+def _spot_check(con, template: Template, slots: dict[str, str], batched: Evaluation) -> None:
+    # The stored gold SQL is the literal one: it must give what the batched evaluation gave.
+    single = normalise(template.answer_type, con.execute(template.render_sql(slots)).fetchall(),
+                       decimals=template.decimals)
+    if single != batched.answer:
+        raise ExtractionError(f"template {template.id!r}: the literal gold SQL gives {single} for slots {slots}, "
+                              f"the batched evaluation {batched.answer}")
 
 
 def present_tables(con: duckdb.DuckDBPyConnection) -> set[str]:

@@ -113,18 +113,6 @@ def sql_literal(kind: SlotKind, value: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def column_type(kind: SlotKind, texts: list[str]) -> str:
-    """The DuckDB type a candidate column gets so that a column reference means what the literal does."""
-    if kind in _INTEGER_KINDS:
-        return "BIGINT"
-    if kind is SlotKind.TIME:
-        return "TIMESTAMP"
-    if kind is SlotKind.NUMBER:
-        integral = all(Decimal(t) == Decimal(t).to_integral_value() for t in texts)
-        return "BIGINT" if integral else "DOUBLE"
-    return "VARCHAR"
-
-
 def placeholders(text: str) -> set[str]:
     return set(PLACEHOLDER.findall(text))
 
