@@ -4,7 +4,9 @@ The ``@context`` is the official Croissant 1.0 context (as mlcroissant expects i
 mlcroissant warn). The three split files are ``FileObject``s with their sha256, gathered by a
 ``FileSet``; one ``RecordSet`` of tasks has a field per column, derived from the task schema:
 structs become fields with ``subField``s, lists become ``repeated`` fields, so mlcroissant reads
-the Parquet files (through pyarrow) into the same nested records.
+the Parquet files (through pyarrow) with every nested value. (mlcroissant 1.1.1 keys a value two
+levels deep, e.g. ``tasks/patch/hide/row_id``, under its parent ``tasks/patch/hide`` at the top
+of the record rather than inside ``tasks/patch``: the values are right, the nesting is flattened.)
 """
 
 import json
@@ -75,11 +77,14 @@ def _data_type(t: pa.DataType) -> str:
     raise TypeError(f"no Croissant data type for {t}")
 
 
-def _field(name: str, t: pa.DataType, field_id: str, column: str, json_path: str | None,
+def _field(name: str, t: pa.DataType, field_id: str, column: str, steps: tuple[str, ...],
            descriptions: dict[str, str]) -> dict:
-    source = {"fileSet": {"@id": FILE_SET}, "extract": {"column": column}}
-    if json_path:
-        source["transform"] = {"jsonPath": json_path}
+    """A Croissant field for a column (or a nested part of one, ``steps`` below the column).
+
+    Only leaves carry a source. A leaf below the column reads it through one ``jsonPath`` transform
+    per level: mlcroissant applies a transform to each element of a list, so the chain
+    ``hide`` -> ``row_id`` turns a patch into the row ids of its hidden rows.
+    """
     out = {"@type": "cr:Field", "@id": field_id, "name": name,
            "description": descriptions.get(field_id.split("/", 1)[1], name)}
     repeated = pa.types.is_list(t) or pa.types.is_large_list(t)
@@ -87,17 +92,13 @@ def _field(name: str, t: pa.DataType, field_id: str, column: str, json_path: str
     if repeated:
         out["repeated"] = True
     if pa.types.is_struct(item):
-        # Sub-fields of a repeated field address the list element; of a struct, the struct itself.
-        base = "" if repeated else (f"{json_path}." if json_path else "")
-        out["subField"] = [_field(f.name, f.type, f"{field_id}/{f.name}", column,
-                                  f"{base}{f.name}", descriptions) for f in item]
-        if not repeated:
-            out["source"] = source
+        out["subField"] = [_field(f.name, f.type, f"{field_id}/{f.name}", column, (*steps, f.name), descriptions)
+                           for f in item]
     else:
         out["dataType"] = _data_type(item)
-        out["source"] = source
-    if repeated:
-        out["source"] = source
+        out["source"] = {"fileSet": {"@id": FILE_SET}, "extract": {"column": column}}
+        if steps:
+            out["source"]["transform"] = [{"jsonPath": step} for step in steps]
     return out
 
 
@@ -111,7 +112,7 @@ def build_croissant(manifest: dict, terms: SourceTerms, descriptions: dict[str, 
     file_set = {"@type": "cr:FileSet", "@id": FILE_SET, "name": FILE_SET,
                 "description": "the three split files, one task per row",
                 "encodingFormat": "application/x-parquet", "includes": "tasks/*.parquet"}
-    fields = [_field(f.name, f.type, f"{RECORD_SET}/{f.name}", f.name, None, descriptions) for f in arrow_schema()]
+    fields = [_field(f.name, f.type, f"{RECORD_SET}/{f.name}", f.name, (), descriptions) for f in arrow_schema()]
     return {
         "@context": CONTEXT,
         "@type": "sc:Dataset",
@@ -123,7 +124,7 @@ def build_croissant(manifest: dict, terms: SourceTerms, descriptions: dict[str, 
         "citeAs": terms.citation or "EHR-RobustGym release " + manifest["version"],
         "license": terms.licence_url,
         "url": "https://github.com/ehr-robustgym/ehr-robustgym",
-        "version": manifest["version"] if _semver(manifest["version"]) else "0.0.0",
+        "version": manifest["version"],
         "datePublished": manifest["created"][:10],
         "isLiveDataset": False,
         "distribution": files + [file_set],
@@ -131,11 +132,6 @@ def build_croissant(manifest: dict, terms: SourceTerms, descriptions: dict[str, 
                        "description": "one task per row (clean task or noisy twin); split in the `split` field",
                        "key": {"@id": f"{RECORD_SET}/task_id"}, "field": fields}],
     }
-
-
-def _semver(version: str) -> bool:
-    parts = version.lstrip("v").split(".")
-    return len(parts) == 3 and all(p.isdigit() for p in parts)
 
 
 def write_croissant(release_dir: Path, document: dict) -> Path:

@@ -12,6 +12,7 @@ files byte for byte (the release is left as it is); a build that would put diffe
 an existing version is refused with ``ReleaseConflict``.
 """
 
+import hashlib
 import os
 import re
 import secrets
@@ -54,7 +55,9 @@ from pipeline.task_model import Task
 from pipeline.vocabulary import Intent, Split
 
 LATEST = "latest"
-_VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,99}$")
+# Semantic versions (MAJOR.MINOR.PATCH[-pre][+build]): Croissant expects one, and they are plain folder names.
+_VERSION = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?"
+                      r"(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$")
 
 
 class ReleaseConflict(Exception):
@@ -80,10 +83,24 @@ def task_file(split: Split | str) -> str:
 
 
 def check_version(version: str) -> str:
-    if not _VERSION.match(version or "") or version == LATEST:
-        raise ValueError(f"release version {version!r} must be a plain folder name (letters, digits, '.', '_', "
-                         f"'+', '-'; not {LATEST!r})")
+    if not _VERSION.match(version or ""):
+        raise ValueError(f"release version {version!r} must be a semantic version MAJOR.MINOR.PATCH[-pre][+build], "
+                         "e.g. 1.2.0 or 1.2.0-rc.1 (it names the release folder and croissant.json's version)")
     return version
+
+
+def content_version(files: Mapping[str, dict]) -> str:
+    """The default version: the package version with the task files' digest as build metadata, so
+    rebuilding unchanged inputs lands on the same version and any change on a new one."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as package_version
+
+    try:
+        base = package_version("ehr-robustgym")
+    except PackageNotFoundError:
+        base = "0.0.0"
+    digest = hashlib.sha256("".join(f"{p}={h};" for p, h in sorted(_task_hashes(files).items())).encode())
+    return f"{base}+{digest.hexdigest()[:12]}"
 
 
 # ------------------------------------------------------------------------------ latest pointer
@@ -140,7 +157,7 @@ def _task_hashes(files: Mapping[str, dict]) -> dict[str, str]:
     return {p: f["sha256"] for p, f in files.items() if p.startswith("tasks/")}
 
 
-def build_release(tasks: Iterable[Task], *, source_db: Path, version: str, releases_dir: Path,
+def build_release(tasks: Iterable[Task], *, source_db: Path, version: str | None, releases_dir: Path,
                   seed: int = 0, config: Mapping | None = None,
                   split_shares: Mapping[str, float] | None = None,
                   noise_shares: Mapping[str, float] | None = None,
@@ -150,6 +167,7 @@ def build_release(tasks: Iterable[Task], *, source_db: Path, version: str, relea
                   progress: Callable[[str], None] | None = None) -> ReleaseResult:
     """Split ``tasks``, validate them against the contracts, and publish ``releases_dir/version``.
 
+    ``version``: a semantic version, or None for ``content_version`` (package version + digest).
     ``intents``: the intents that must have tasks (default: every intent the source did not
     disable). ``noise_shares``: the configured noise mix the twins are checked against.
     ``redistributable``: ship the base database or not (default: decided by the source, see
@@ -157,7 +175,8 @@ def build_release(tasks: Iterable[Task], *, source_db: Path, version: str, relea
     critical expectation fails, ``ReleaseConflict`` when the version exists with other tasks.
     """
     say = progress or (lambda message: None)
-    version = check_version(version)
+    if version is not None:
+        check_version(version)
     releases_dir, source_db = Path(releases_dir), Path(source_db)
     shares = normalise_shares(split_shares)
     with duckdb.connect(str(source_db), read_only=True) as con:
@@ -174,7 +193,7 @@ def build_release(tasks: Iterable[Task], *, source_db: Path, version: str, relea
 
     releases_dir.mkdir(parents=True, exist_ok=True)
     previous = latest_version(releases_dir)
-    tmp = releases_dir / f".tmp-{version}-{os.getpid()}-{secrets.token_hex(4)}"
+    tmp = releases_dir / f".tmp-{version or 'pending'}-{os.getpid()}-{secrets.token_hex(4)}"
     tmp.mkdir()
     try:
         say(f"writing task files into {tmp.name}")
@@ -182,6 +201,9 @@ def build_release(tasks: Iterable[Task], *, source_db: Path, version: str, relea
             write_tasks(table, tmp / task_file(split))
         written = {split: read_tasks(tmp / task_file(split)) for split in by_split}
 
+        files = {task_file(s): {"sha256": sha256_file(tmp / task_file(s)), "rows": written[s].num_rows}
+                 for s in by_split}
+        version = version or content_version(files)
         say("validating the written files against the data contracts")
         union = pa.concat_tables(list(written.values()))
         results = [*check_task_set(union, source_fingerprint=info.fingerprint, intents=intents,
@@ -190,8 +212,6 @@ def build_release(tasks: Iterable[Task], *, source_db: Path, version: str, relea
         if any(not r.passed for r in results):
             raise ContractViolation(results, f"release {version}")
 
-        files = {task_file(s): {"sha256": sha256_file(tmp / task_file(s)), "rows": written[s].num_rows}
-                 for s in by_split}
         if ship:
             say(f"copying the base database ({source_db.stat().st_size / 1e6:.1f} MB)")
             shutil.copyfile(source_db, tmp / BASE_DATABASE)

@@ -199,7 +199,15 @@ def test_a_credentialed_source_ships_no_database_and_says_how_to_rebuild_it(task
     assert "must not be shared outside the PhysioNet data-use agreement" in card
 
 
-@pytest.mark.parametrize("version", ["", "latest", "../up", ".hidden", "a/b"])
-def test_version_names_that_are_not_plain_folder_names_are_refused(version, tasks, demo_db, tmp_path):
-    with pytest.raises(ValueError, match="plain folder name"):
+@pytest.mark.parametrize("version", ["", "latest", "../1.0.0", ".1.0.0", "1.0/0", "v1.0.0", "2026.12.02", "1.0"])
+def test_versions_that_are_not_semantic_versions_are_refused(version, tasks, demo_db, tmp_path):
+    with pytest.raises(ValueError, match="semantic version"):
         _build(tasks, demo_db, tmp_path, version=version)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_without_a_version_the_content_names_the_release(release, tasks, demo_db, tmp_path):
+    result = _build(tasks, demo_db, tmp_path, version=None)
+    base, digest = result.version.split("+")
+    assert len(digest) == 12 and base.count(".") == 2
+    assert _build(tasks, demo_db, tmp_path, version=None).reused

@@ -1,0 +1,74 @@
+"""croissant.json validates with mlcroissant and reads the release's records back."""
+
+import json
+import logging
+
+import polars as pl
+import pytest
+
+from pipeline.release.croissant import CONTEXT, validate_croissant
+from pipeline.release.field_docs import FIELD_DESCRIPTIONS, leaf_paths
+from pipeline.task_model import arrow_schema
+from tests.pipeline.release.demo_tasks import demo_tasks, observed_noise_shares
+
+
+@pytest.fixture(scope="module")
+def release_dir(demo_db, tmp_path_factory):
+    from pipeline.release import build_release
+
+    tasks = list(demo_tasks(demo_db))
+    return build_release(tasks, source_db=demo_db, version="2.0.0", releases_dir=tmp_path_factory.mktemp("rel"),
+                         noise_shares=observed_noise_shares(tasks), redistributable=False).path
+
+
+def test_every_column_down_to_the_leaves_is_described():
+    paths = [p for f in arrow_schema() for p in leaf_paths(f.type, f.name)]
+    assert [p for p in paths if p not in FIELD_DESCRIPTIONS] == []
+    assert [p for p in FIELD_DESCRIPTIONS if p not in paths] == []
+
+
+def test_mlcroissant_validates_the_file_without_errors_or_warnings(release_dir, caplog):
+    import mlcroissant as mlc
+
+    with caplog.at_level(logging.WARNING):
+        dataset = mlc.Dataset(jsonld=str(release_dir / "croissant.json"))
+    assert dataset.metadata.ctx.issues.errors == set()
+    assert dataset.metadata.ctx.issues.warnings == set()
+    assert [r.getMessage() for r in caplog.records if "croissant" in r.name or "absl" in r.name] == []
+    assert validate_croissant(release_dir / "croissant.json") == []
+
+
+def test_mlcroissant_reads_every_task_with_its_nested_fields(release_dir):
+    import mlcroissant as mlc
+
+    records = list(mlc.Dataset(jsonld=str(release_dir / "croissant.json")).records("tasks"))
+    frame = pl.read_parquet(release_dir / "tasks" / "*.parquet")
+    assert len(records) == frame.height
+    by_id = {r["tasks/task_id"].decode(): r for r in records}
+    twin = frame.filter(pl.col("noise_type") == "missing_evidence").row(0, named=True)
+    record = by_id[twin["task_id"]]
+    # mlcroissant keys values two levels deep under their parent at the top of the record.
+    assert [h["tasks/patch/hide/row_id"] for h in record["tasks/patch/hide"]] == \
+        [h["row_id"] for h in twin["patch"]["hide"]]
+    assert [h["tasks/patch/hide/table"].decode() for h in record["tasks/patch/hide"]] == \
+        [h["table"] for h in twin["patch"]["hide"]]
+    assert record["tasks/proof"]["tasks/proof/passed"] is True
+    clean = frame.filter((pl.col("variant") == "clean") & (pl.col("answer_type") == "number")).row(0, named=True)
+    outcomes = by_id[clean["task_id"]]["tasks/accepted_outcomes/answer"]["tasks/accepted_outcomes/answer/number"]
+    assert outcomes == [o["answer"]["number"] for o in clean["accepted_outcomes"]] == [clean["answer"]["number"]]
+
+
+def test_the_context_is_the_official_croissant_1_0_context(release_dir):
+    document = json.loads((release_dir / "croissant.json").read_text())
+    assert document["@context"] == CONTEXT
+    assert document["conformsTo"] == "http://mlcommons.org/croissant/1.0"
+    assert {d["contentUrl"] for d in document["distribution"] if "contentUrl" in d} == {
+        "tasks/train.parquet", "tasks/validation.parquet", "tasks/test.parquet"}
+
+
+def test_a_broken_document_is_reported(release_dir, tmp_path):
+    document = json.loads((release_dir / "croissant.json").read_text())
+    document["recordSet"][0]["field"][0]["source"]["fileSet"]["@id"] = "no-such-files"
+    path = tmp_path / "croissant.json"
+    path.write_text(json.dumps(document))
+    assert validate_croissant(path)

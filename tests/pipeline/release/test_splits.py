@@ -1,0 +1,92 @@
+"""Splits keep patients, pairs and population groups whole, track the shares, and follow the seed."""
+
+from collections import Counter, defaultdict
+
+import pytest
+
+from pipeline.release.splits import assign_splits, normalise_shares, split_groups
+from pipeline.task_model import NamedValue
+from pipeline.vocabulary import Level, Split, Variant
+from tests.pipeline.release.demo_tasks import demo_tasks
+
+
+@pytest.fixture(scope="module")
+def tasks(demo_db):
+    return list(demo_tasks(demo_db, per_template=12))
+
+
+def _splits_per(tasks, key):
+    where = defaultdict(set)
+    for t in tasks:
+        k = key(t)
+        if k is not None:
+            where[k].add(t.split)
+    return where
+
+
+def test_no_patient_pair_or_population_group_spans_two_splits(tasks):
+    assigned = assign_splits(tasks, seed=3)
+    assert all(t.split is not None for t in assigned)
+    assert max(map(len, _splits_per(assigned, lambda t: t.subject_id).values())) == 1
+    assert max(map(len, _splits_per(assigned, lambda t: t.clean_task_id or t.task_id).values())) == 1
+    groups = _splits_per([t for t in assigned if t.level is Level.POPULATION],
+                         lambda t: (t.template_id, t.slots) if t.variant is Variant.CLEAN else None)
+    assert max(map(len, groups.values())) == 1
+
+
+def test_every_split_gets_tasks_near_its_share(tasks):
+    counts = Counter(t.split for t in assign_splits(tasks, seed=0, shares={"train": 0.6, "validation": 0.2, "test": 0.2}))
+    for split, share in ((Split.TRAIN, 0.6), (Split.VALIDATION, 0.2), (Split.TEST, 0.2)):
+        assert abs(counts[split] / len(tasks) - share) < 0.1, counts
+
+
+def test_the_same_seed_gives_the_same_splits_whatever_the_input_order(tasks):
+    a = {t.task_id: t.split for t in assign_splits(tasks, seed=5)}
+    b = {t.task_id: t.split for t in assign_splits(list(reversed(tasks)), seed=5)}
+    assert a == b
+    c = {t.task_id: t.split for t in assign_splits(tasks, seed=6)}
+    assert a != c
+
+
+def test_a_zero_share_split_stays_empty(tasks):
+    counts = Counter(t.split for t in assign_splits(tasks, shares={"train": 0.5, "validation": 0, "test": 0.5}))
+    assert counts[Split.VALIDATION] == 0 and counts[Split.TRAIN] and counts[Split.TEST]
+
+
+def test_a_twin_naming_another_real_patient_joins_that_patients_group(tasks):
+    import dataclasses
+
+    patients = sorted({t.subject_id for t in tasks if t.subject_id is not None})
+    twin = next(t for t in tasks if t.variant is Variant.NOISE and t.subject_id == patients[0])
+    moved = [dataclasses.replace(t, subject_id=patients[1]) if t is twin else t for t in tasks]
+    groups = split_groups(moved, real_subjects=set(patients))
+    first = next(t for t in tasks if t.subject_id == patients[0])
+    second = next(t for t in tasks if t.subject_id == patients[1])
+    assert groups[first.task_id] == groups[second.task_id]
+    # A made-up patient (not in the source) ties nothing together.
+    fake = [dataclasses.replace(t, subject_id=99_999_999) if t is twin else t for t in tasks]
+    groups = split_groups(fake, real_subjects=set(patients))
+    assert groups[first.task_id] != groups[second.task_id]
+
+
+def test_population_tasks_of_one_template_and_slots_share_a_group(tasks):
+    import dataclasses
+
+    clean = [t for t in tasks if t.variant is Variant.CLEAN and t.level is Level.POPULATION]
+    a, b = clean[0], next(t for t in clean if t.template_id != clean[0].template_id)
+    paraphrase = dataclasses.replace(b, task_id="paraphrase-of-a", template_id=a.template_id, slots=a.slots,
+                                     paraphrase=1)
+    groups = split_groups([*tasks, paraphrase])
+    assert groups["paraphrase-of-a"] == groups[a.task_id]
+    other = dataclasses.replace(paraphrase, task_id="other-slots", slots=(NamedValue("x", "1"),))
+    assert split_groups([*tasks, other])["other-slots"] != groups[a.task_id]
+
+
+@pytest.mark.parametrize("shares, message", [
+    ({"train": 1, "dev": 1}, "unknown splits"),
+    ({"train": -1, "test": 2}, ">= 0"),
+    ({"train": 0, "validation": 0, "test": 0}, "more than 0"),
+])
+def test_bad_shares_are_refused(shares, message):
+    with pytest.raises(ValueError, match=message):
+        normalise_shares(shares)
