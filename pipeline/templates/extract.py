@@ -283,6 +283,37 @@ def _spot_check(con, template: Template, slots: dict[str, str], batched: Evaluat
                               f"the batched evaluation {batched.answer}")
 
 
+@dataclass(frozen=True)
+class Mismatch:
+    task_id: str
+    stored: AnswerValue | None
+    now: AnswerValue | str  # the re-executed answer, or why there is none
+
+
+def recheck_answers(con: duckdb.DuckDBPyConnection, tasks: Iterable[Task], *,
+                    per_template: int | None = None) -> tuple[int, list[Mismatch]]:
+    """Re-execute stored gold SQL (the first ``per_template`` tasks of each template, or all) and compare.
+
+    Returns how many tasks were re-executed and those whose answer is no longer the stored one.
+    """
+    seen: Counter = Counter()
+    checked, mismatches = 0, []
+    for task in tasks:
+        if per_template is not None and seen[task.template_id] >= per_template:
+            continue
+        seen[task.template_id] += 1
+        checked += 1
+        try:
+            decimals = REGISTRY.get(task.template_id).decimals
+            now = normalise(task.answer_type, con.execute(task.gold_sql).fetchall(), decimals=decimals)
+        except (Unanswerable, KeyError, duckdb.Error) as e:
+            mismatches.append(Mismatch(task.task_id, task.answer, str(e)))
+            continue
+        if now != task.answer:
+            mismatches.append(Mismatch(task.task_id, task.answer, now))
+    return checked, mismatches
+
+
 def present_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
     return {r[0] for r in con.execute(
         "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
