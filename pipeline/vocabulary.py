@@ -113,6 +113,7 @@ class AssetName(StrEnum):
     TEMPLATE_CATALOGUE = "template_catalogue"
     CLEAN_TASKS = "clean_tasks"
     NOISE_PAIRS = "noise_pairs"
+    RELEASE_CANDIDATE = "release_candidate"  # the pairs with splits, validated before publishing
     RELEASE = "release"
 
 
