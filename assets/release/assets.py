@@ -1,0 +1,189 @@
+"""The `release` group: the validated release candidate, and the published release.
+
+``release_candidate`` gathers the clean tasks and twins into pairs, splits them and runs every
+task contract on what it wrote; its four contract checks are blocking, so a candidate that breaks a
+critical expectation stops the run before ``release`` publishes anything. ``release`` publishes
+``releases/<version>/`` atomically (and validates the written files once more while doing so).
+"""
+
+import json
+import shutil
+from pathlib import Path
+from typing import Optional
+
+import dagster as dg
+import duckdb
+
+from assets.resources import ProjectPaths
+from pipeline.contracts import Contract, ContractResult, ContractViolation, ExpectationResult, Severity
+from pipeline.contracts import check_release_splits, check_task_set, results_markdown
+from pipeline.release import build_release
+from pipeline.release.assembly import collect_pairs
+from pipeline.release.diff import diff_markdown
+from pipeline.release.manifest import count_tasks, counts_markdown, noise_counts_markdown
+from pipeline.release.splits import assign_splits, normalise_shares
+from pipeline.release.task_files import read_tasks, tasks_table, write_tasks
+from pipeline.source_db import read_source_info
+from pipeline.task_model import tasks_from_arrow
+from pipeline.vocabulary import AssetName, Group, Intent, Split
+
+CANDIDATE_DIR = "release_candidate"
+SETTINGS = "settings.json"
+
+
+def contract_check_name(contract: Contract | str) -> str:
+    return f"{Contract(contract).value}_contract"
+
+
+CONTRACT_CHECKS = [contract_check_name(c) for c in Contract]
+
+
+class ReleaseCandidateConfig(dg.Config):
+    """How tasks are split, and the noise mix the twins are checked against."""
+
+    seed: int = 0
+    train_share: float = 0.8
+    validation_share: float = 0.1
+    test_share: float = 0.1
+    # Configured share per noise type; empty: the noise stage's defaults (pipeline.noise.mix.NoiseConfig).
+    noise_type_shares: dict[str, float] = {}
+
+
+class ReleaseConfig(dg.Config):
+    """The version to publish and whether the base database ships with it."""
+
+    # A semantic version (e.g. 1.2.0); empty: the package version with the content digest (1.2.0+3fa9c1e0b2d4).
+    version: str = ""
+    # Ship base.duckdb: empty decides by source (synthetic and demo yes, credentialed MIMIC-IV no).
+    redistributable: Optional[bool] = None
+
+
+def default_noise_shares() -> dict[str, float]:
+    from pipeline.noise.mix import NoiseConfig
+
+    config = NoiseConfig()
+    from pipeline.vocabulary import NoiseType
+
+    return {t.value: config.share(t) for t in NoiseType if config.share(t) > 0}
+
+
+def _check_result(result: ContractResult) -> dg.AssetCheckResult:
+    blocking = result.blocking_failures
+    return dg.AssetCheckResult(
+        check_name=contract_check_name(result.contract),
+        passed=not result.failures,
+        severity=dg.AssetCheckSeverity.ERROR if blocking else dg.AssetCheckSeverity.WARN,
+        metadata={
+            "summary": result.summary(),
+            "expectations": len(result.results),
+            "critical_failures": len(blocking),
+            "warnings": len(result.failures) - len(blocking),
+            "failures": dg.MetadataValue.md(result.failures_markdown()),
+            "results": dg.MetadataValue.md(results_markdown(result.results)),
+            "suite": f"data_contracts/{result.contract}.json",
+        })
+
+
+def _not_evaluated(why: str) -> ContractResult:
+    return ContractResult(Contract.RELEASE_SPLITS.value, (ExpectationResult(
+        Contract.RELEASE_SPLITS.value, "tasks", "(not evaluated)", None, Severity.CRITICAL,
+        "splits are assigned only to tasks that meet the task contracts", False, error=why),))
+
+
+def candidate_dir(paths: ProjectPaths) -> Path:
+    return paths.data / CANDIDATE_DIR
+
+
+@dg.asset(
+    name=AssetName.RELEASE_CANDIDATE.value, group_name=Group.RELEASE.value, kinds={"parquet"},
+    deps=[AssetName.CLEAN_TASKS.value, AssetName.NOISE_PAIRS.value, AssetName.SOURCE_DATABASE.value],
+    check_specs=[dg.AssetCheckSpec(name, asset=AssetName.RELEASE_CANDIDATE.value, blocking=True,
+                                   description=f"data_contracts/{c.value}.json on the release candidate")
+                 for name, c in zip(CONTRACT_CHECKS, Contract)],
+)
+def release_candidate(context: dg.AssetExecutionContext, config: ReleaseCandidateConfig,
+                      paths: ProjectPaths) -> dg.MaterializeResult:
+    """Clean-Noise pairs with train/validation/test splits, checked against every data contract."""
+    pairs = collect_pairs(paths.clean_tasks_dir, paths.noise_dir)
+    with duckdb.connect(str(paths.source_db), read_only=True) as con:
+        info = read_source_info(con)
+        subjects = {r[0] for r in con.execute("SELECT DISTINCT subject_id FROM patients").fetchall()}
+    disabled = set(info.details.get("intents_disabled") or [])
+    intents = [i.value for i in Intent if i.value not in disabled]
+    noise_shares = dict(config.noise_type_shares) or default_noise_shares()
+    shares = normalise_shares({"train": config.train_share, "validation": config.validation_share,
+                               "test": config.test_share})
+    target = candidate_dir(paths)
+    shutil.rmtree(target, ignore_errors=True)  # a stale candidate must never be published
+
+    results = check_task_set(pairs.tasks, source_fingerprint=info.fingerprint, intents=intents,
+                             noise_shares=noise_shares)
+    metadata = {"clean_tasks": pairs.clean.num_rows, "twins": pairs.twins.num_rows,
+                "clean_tasks_without_twin_left_out": len(pairs.unpaired)}
+    if all(r.passed for r in results):
+        tasks = assign_splits(tasks_from_arrow(pairs.tasks), shares=shares, seed=config.seed, real_subjects=subjects)
+        tmp = target.with_name(target.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        for split in Split:
+            write_tasks(tasks_table([t for t in tasks if t.split is split]), tmp / f"{split.value}.parquet")
+        (tmp / SETTINGS).write_text(json.dumps({
+            "seed": config.seed, "split_shares": shares, "noise_shares": noise_shares, "intents": intents,
+            "source_fingerprint": info.fingerprint}, indent=2, sort_keys=True))
+        written = {s.value: read_tasks(tmp / f"{s.value}.parquet") for s in Split}
+        results.append(check_release_splits(written, split_shares=shares, real_subjects=subjects))
+        if results[-1].passed:
+            tmp.rename(target)
+            counts = count_tasks(written)
+            metadata |= {"tasks": counts["total"], "by_split": counts["by_split"],
+                         "counts": dg.MetadataValue.md(counts_markdown(counts)),
+                         "noise_types": dg.MetadataValue.md(noise_counts_markdown(counts)),
+                         "path": dg.MetadataValue.path(str(target))}
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        results.append(_not_evaluated("the task contracts failed, so no splits were assigned"))
+    for r in results:
+        (context.log.info if r.passed else context.log.error)(r.summary())
+    return dg.MaterializeResult(metadata=metadata, check_results=[_check_result(r) for r in results])
+
+
+def read_candidate(paths: ProjectPaths) -> tuple[list, dict]:
+    folder = candidate_dir(paths)
+    if not (folder / SETTINGS).exists():
+        raise dg.Failure(f"no validated release candidate at {folder}: materialize "
+                         f"{AssetName.RELEASE_CANDIDATE.value} first (a candidate that broke a contract is removed)")
+    settings = json.loads((folder / SETTINGS).read_text())
+    tasks = [t for s in Split for t in tasks_from_arrow(read_tasks(folder / f"{s.value}.parquet"))]
+    return tasks, settings
+
+
+@dg.asset(name=AssetName.RELEASE.value, group_name=Group.RELEASE.value, kinds={"parquet"},
+          deps=[AssetName.RELEASE_CANDIDATE.value])
+def release(context: dg.AssetExecutionContext, config: ReleaseConfig, paths: ProjectPaths) -> dg.MaterializeResult:
+    """The published release: releases/<version>/ with task files, manifest, dataset card and croissant."""
+    tasks, settings = read_candidate(paths)
+    try:
+        result = build_release(
+            tasks, source_db=paths.source_db, version=config.version or None, releases_dir=paths.releases,
+            seed=settings["seed"], split_shares=settings["split_shares"], noise_shares=settings["noise_shares"],
+            intents=settings["intents"], redistributable=config.redistributable,
+            config={"release_candidate": settings}, progress=context.log.info)
+    except ContractViolation as e:
+        failures = [f for r in e.results for f in r.failures]
+        raise dg.Failure(description=str(e), metadata={"failures": dg.MetadataValue.md(results_markdown(failures))})
+    m = result.manifest
+    return dg.MaterializeResult(metadata={
+        "version": result.version,
+        "path": dg.MetadataValue.path(str(result.path)),
+        "reused": result.reused,
+        "tasks": m["counts"]["total"],
+        "by_split": m["counts"]["by_split"],
+        "counts": dg.MetadataValue.md(counts_markdown(m["counts"])),
+        "noise_types": dg.MetadataValue.md(noise_counts_markdown(m["counts"])),
+        "diff": dg.MetadataValue.md(diff_markdown(result.diff) if result.diff else "identical rebuild: unchanged"),
+        "base_database": m["base_database"] or f"not shipped; rebuild: {m['rebuild_command']}",
+        "source_fingerprint": m["source"]["fingerprint"],
+    })
+
+
+ASSETS = [release_candidate, release]

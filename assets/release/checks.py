@@ -1,0 +1,79 @@
+"""Checks that re-read what was written: the source tables, and the published release."""
+
+import json
+
+import dagster as dg
+import duckdb
+import polars as pl
+
+from assets.resources import ProjectPaths
+from pipeline.contracts import check_source_database, results_markdown
+from pipeline.release import resolve_release
+from pipeline.release.task_files import sha256_file
+from pipeline.vocabulary import AssetName, Split
+
+
+class ReleaseCheck:
+    """Names of the release group's standalone checks (the contract checks are named by contract)."""
+
+    SOURCE_TABLES = "source_tables_contract"
+    READS_BACK = "release_reads_back"
+
+
+@dg.asset_check(asset=AssetName.SOURCE_DATABASE.value, name=ReleaseCheck.SOURCE_TABLES, blocking=True,
+                description="data_contracts/source/<table>.json (generated from pipeline/schema.py) on every table")
+def source_tables_contract(paths: ProjectPaths) -> dg.AssetCheckResult:
+    """Every loaded table has the schema's columns and types, row ids and NOT NULL columns."""
+    results = check_source_database(paths.source_db)
+    failures = [f for r in results for f in r.failures]
+    blocking = [f for f in failures if f.blocking]
+    return dg.AssetCheckResult(
+        passed=bool(results) and not failures,
+        severity=dg.AssetCheckSeverity.ERROR if blocking or not results else dg.AssetCheckSeverity.WARN,
+        metadata={
+            "tables_checked": len(results),
+            "expectations": sum(len(r.results) for r in results),
+            "critical_failures": len(blocking),
+            "warnings": len(failures) - len(blocking),
+            "tables_failing": ", ".join(r.contract.split("/", 1)[1] for r in results if not r.passed) or "none",
+            "failures": dg.MetadataValue.md(results_markdown(failures) if failures else "all expectations met"),
+        })
+
+
+def read_back_problems(release_dir) -> tuple[list[str], dict]:
+    """What disagrees between a published release's files and its manifest, read with polars and DuckDB."""
+    manifest = json.loads((release_dir / "manifest.json").read_text())
+    problems = []
+    for rel, f in manifest["files"].items():
+        if sha256_file(release_dir / rel) != f["sha256"]:
+            problems.append(f"{rel}: sha256 differs from the manifest")
+    for split in Split:
+        rel = f"tasks/{split.value}.parquet"
+        rows = pl.read_parquet(release_dir / rel).height
+        if rows != manifest["files"][rel]["rows"]:
+            problems.append(f"{rel}: polars reads {rows} rows, the manifest says {manifest['files'][rel]['rows']}")
+    glob = str(release_dir / "tasks" / "*.parquet").replace("'", "''")
+    got = duckdb.sql(f"SELECT split, intent, level, coalesce(noise_type, 'clean'), count(*) "
+                     f"FROM read_parquet('{glob}') GROUP BY ALL").fetchall()
+    want = [(c["split"], c["intent"], c["level"], c["noise_type"], c["tasks"]) for c in manifest["counts"]["by_category"]]
+    if sorted(got) != sorted(want):
+        problems.append(f"DuckDB counts per split x intent x level x noise type differ from the manifest "
+                        f"({len(set(got) ^ set(want))} categories)")
+    return problems, manifest
+
+
+@dg.asset_check(asset=AssetName.RELEASE.value, name=ReleaseCheck.READS_BACK,
+                description="the published files read back with polars and DuckDB and match the manifest")
+def release_reads_back(paths: ProjectPaths) -> dg.AssetCheckResult:
+    """The latest release reads back with polars and DuckDB, with the manifest's hashes and counts."""
+    release_dir = resolve_release(paths.releases)
+    problems, manifest = read_back_problems(release_dir)
+    return dg.AssetCheckResult(passed=not problems, metadata={
+        "release": dg.MetadataValue.path(str(release_dir)),
+        "version": manifest["version"],
+        "files_checked": len(manifest["files"]),
+        "problems": dg.MetadataValue.md("\n".join(f"- {p}" for p in problems) or "none"),
+    })
+
+
+CHECKS = [source_tables_contract, release_reads_back]

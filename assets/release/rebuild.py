@@ -1,0 +1,165 @@
+"""Run the whole asset graph, source to release, in-process: ``robustgym build`` and the rebuild job.
+
+Assets are materialized one at a time in dependency order, each partition of a partitioned asset
+in its own run (clean tasks are partitioned by intent), on one Dagster instance so every
+materialization and check result is recorded as usual. Between runs the runner reads the result:
+a failed step or a failed blocking check with ERROR severity stops the graph there, since Dagster
+only blocks downstream assets within one run.
+
+Run configuration is given per setting, not per asset: each setting is passed to every asset whose
+config declares a field of that name (``seed`` reaches the source, the templates, the noise and the
+release stages alike), so the runner does not hard-code the stages' config classes.
+"""
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import dagster as dg
+
+
+@dataclass(frozen=True)
+class FailedCheck:
+    asset: str
+    check: str
+    severity: str
+    metadata: dict  # metadata entry -> text
+
+
+@dataclass(frozen=True)
+class Step:
+    asset: str
+    partition: str | None
+    success: bool
+    seconds: float
+    failed_checks: tuple[FailedCheck, ...] = ()
+    error: str | None = None
+
+    @property
+    def label(self) -> str:
+        return self.asset + (f"[{self.partition}]" if self.partition else "")
+
+
+@dataclass
+class GraphRun:
+    steps: list[Step] = field(default_factory=list)
+
+    @property
+    def success(self) -> bool:
+        return bool(self.steps) and all(s.success for s in self.steps)
+
+    @property
+    def failed(self) -> Step | None:
+        return next((s for s in self.steps if not s.success), None)
+
+
+def _config_fields(assets_def: dg.AssetsDefinition) -> set[str]:
+    schema = assets_def.op.config_schema
+    config_type = getattr(schema, "config_type", None)
+    return set(getattr(config_type, "fields", {}) or {})
+
+
+def plan(defs: dg.Definitions) -> list[tuple[dg.AssetsDefinition, dg.AssetKey, list[str | None]]]:
+    """Materializable assets in dependency order, with the partitions each one runs for."""
+    graph = defs.resolve_asset_graph()
+    assets_by_key = {k: a for a in (defs.assets or []) if isinstance(a, dg.AssetsDefinition) for k in a.keys}
+    out = []
+    for key in graph.toposorted_asset_keys:
+        if key not in assets_by_key or not graph.get(key).is_materializable:
+            continue
+        a = assets_by_key[key]
+        out.append((a, key, list(a.partitions_def.get_partition_keys()) if a.partitions_def else [None]))
+    return out
+
+
+def _text(value) -> str:
+    return str(getattr(value, "value", getattr(value, "text", getattr(value, "md_str", value))))
+
+
+def run_graph(defs: dg.Definitions, *, settings: Mapping[str, object], resources: Mapping | None = None,
+              instance: dg.DagsterInstance | None = None,
+              progress: Callable[[str], None] | None = None) -> GraphRun:
+    """Materialize every asset of ``defs`` in dependency order; stop at the first failure.
+
+    ``settings``: name -> value, passed to each asset whose config has a field of that name.
+    ``resources`` override the definitions' resources (e.g. ProjectPaths with other folders).
+    """
+    say = progress or (lambda message: None)
+    everything = [*(defs.assets or []), *(defs.asset_checks or [])]
+    resources = {**(defs.resources or {}), **(resources or {})}
+    instance = instance or dg.DagsterInstance.ephemeral()
+    steps = plan(defs)
+    total = sum(len(p) for _, _, p in steps)
+    run = GraphRun()
+    for assets_def, key, partitions in steps:
+        name = key.to_user_string()
+        fields = _config_fields(assets_def)
+        config = {k: v for k, v in settings.items() if k in fields}
+        run_config = {"ops": {assets_def.op.name: {"config": config}}} if config else None
+        for partition in partitions:
+            label = name + (f"[{partition}]" if partition else "")
+            say(f"[{len(run.steps) + 1}/{total}] {label} ...")
+            started = time.perf_counter()
+            result = dg.materialize(everything, selection=dg.AssetSelection.assets(key), partition_key=partition,
+                                    resources=resources, run_config=run_config, instance=instance,
+                                    raise_on_error=False)
+            seconds = time.perf_counter() - started
+            failed = tuple(
+                FailedCheck(e.asset_key.to_user_string(), e.check_name, e.severity.value,
+                            {k: _text(v) for k, v in e.metadata.items()})
+                for e in result.get_asset_check_evaluations() if not e.passed)
+            error = None
+            if not result.success:
+                messages = [ev.step_failure_data.error.message.strip() for ev in result.get_step_failure_events()
+                            if ev.step_failure_data and ev.step_failure_data.error]
+                error = "; ".join(messages) or "the run failed"
+            step = Step(name, partition, result.success, seconds, failed, error)
+            run.steps.append(step)
+            note = "ok" if step.success else "FAILED"
+            warnings = [c for c in failed if c.severity != dg.AssetCheckSeverity.ERROR.value]
+            if warnings:
+                note += f" ({len(warnings)} check warning(s): {', '.join(c.check for c in warnings)})"
+            say(f"[{len(run.steps)}/{total}] {label} {note} in {seconds:.1f} s")
+            if not step.success:
+                return run
+    return run
+
+
+class RebuildConfig(dg.Config):
+    """What the rebuild runs on: the built-in synthetic MIMIC-IV (default) or MIMIC-IV folders."""
+
+    kind: str = "synthetic"
+    mimic_dirs: list[str] = []
+    allow_missing: bool = False
+    patients: int = 1000
+    seed: int = 0
+    version: str = ""
+
+
+def settings_of(config: RebuildConfig) -> dict:
+    return {"kind": config.kind, "mimic_dirs": list(config.mimic_dirs), "allow_missing": config.allow_missing,
+            "patients": config.patients, "seed": config.seed, "version": config.version}
+
+
+@dg.op(name="rebuild_release_graph")
+def rebuild_release_graph(context: dg.OpExecutionContext, config: RebuildConfig) -> dg.Output:
+    """Materialize every asset, source to release, recording each run on this instance."""
+    from assets.definitions import defs
+
+    run = run_graph(defs, settings=settings_of(config), instance=context.instance, progress=context.log.info)
+    summary = "\n".join(f"| {s.label} | {'ok' if s.success else 'FAILED'} | {s.seconds:.1f} |" for s in run.steps)
+    metadata = {"steps": dg.MetadataValue.md("| asset | result | seconds |\n| --- | --- | ---: |\n" + summary)}
+    if not run.success:
+        step = run.failed
+        checks = "; ".join(f"{c.asset}.{c.check}" for c in step.failed_checks) if step else ""
+        raise dg.Failure(description=f"rebuild stopped at {step.label if step else '?'}: {step.error if step else ''}"
+                         + (f" (failed checks: {checks})" if checks else ""), metadata=metadata)
+    return dg.Output(None, metadata=metadata)
+
+
+@dg.job(name="rebuild_release", description="Rebuild every asset, source to release (each in its own run).")
+def rebuild_release_job():
+    rebuild_release_graph()
+
+
+JOBS = [rebuild_release_job]
