@@ -132,7 +132,7 @@ class TableWriter:
     """
 
     def __init__(self, con: duckdb.DuckDBPyConnection, tables: Sequence[Table] = TABLES, *,
-                 batch_rows: int = 250_000, buffer_bytes: int = 256 * 2**20):
+                 batch_rows: int = 100_000, buffer_bytes: int = 64 * 2**20):
         self.con = con
         self.tables = {t.name: t for t in tables}
         self.rows: dict[str, int] = {t.name: 0 for t in tables}
