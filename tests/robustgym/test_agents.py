@@ -1,6 +1,7 @@
-"""The reference agents on the demo release: the oracle scores 100% on every split, the naive
-agent near 100% on clean tasks and markedly lower on noisy ones, the checking agent closes much of
-that gap. The registry refuses duplicates, and an agent that fails does not stop a run."""
+"""The reference agents on a release the pipeline built from the demo: the oracle scores 100% on
+every split, the naive agent near 100% on clean tasks and markedly lower on noisy ones, the checking
+agent closes part of that gap. The registry refuses duplicates, and an agent that fails does not
+stop a run."""
 
 import pytest
 
@@ -11,10 +12,10 @@ from robustgym.runner import run_agent
 
 
 @pytest.fixture(scope="module")
-def scores(demo_release):
+def scores(pipeline_release):
     out = {}
     for name in ("oracle", "naive", "checking"):
-        out[name] = {s.value: summarize(run_agent(demo_release, make_agent(name), split=s)) for s in Split}
+        out[name] = {s.value: summarize(run_agent(pipeline_release, make_agent(name), split=s)) for s in Split}
     return out
 
 
@@ -39,6 +40,14 @@ def test_the_checking_agent_is_more_robust_than_the_naive_one(scores):
         assert checking["noise"]["success"] > naive["noise"]["success"]
         assert checking["clean"]["success"] >= 0.8
         assert scores["checking"][split.value]["reliability"]["score"] > scores["naive"][split.value]["reliability"]["score"]
+
+
+def test_on_the_hand_made_release_the_checking_agent_catches_every_planted_noise(demo_release):
+    summary = summarize(run_agent(demo_release, make_agent("checking")))
+    assert summary["overall"]["clean"]["success"] == 1.0
+    assert {k: v["noise"]["success"] for k, v in summary["by_noise_type"].items()} == {
+        "conflicting_duplicate": 1.0, "implausible_value": 1.0, "missing_evidence": 1.0,
+        "nonexistent_entity": 1.0, "unit_mismatch": 1.0}
 
 
 def test_reference_agents_get_only_the_hint_their_privilege_allows(demo_release):
