@@ -25,6 +25,13 @@ ADMISSION_ROW = ("SELECT 'admissions', a.row_id FROM admissions AS a WHERE a.sub
                  "AND a.hadm_id = {hadm_id}")
 CODED_SAMPLER = ("SELECT x.subject_id, x.hadm_id, d.long_title AS diagnosis FROM " + CODED)
 NOTES = "a diagnosis title resolves to every ICD-9 and ICD-10 code carrying it"
+# The admissions (and their patients) coded with the named diagnosis, as a derived table to join:
+# DuckDB evaluates a join on it for many fillings at once far faster than a correlated IN.
+CODED_ADMISSIONS = ("(SELECT DISTINCT x2.subject_id, x2.hadm_id FROM diagnoses_icd AS x2 JOIN d_icd_diagnoses AS d2 "
+                    "ON d2.icd_code = x2.icd_code AND d2.icd_version = x2.icd_version "
+                    "WHERE d2.long_title = {diagnosis}) AS h")
+BOTH_CODED = ("(SELECT x.hadm_id FROM " + TITLED + " INTERSECT SELECT x.hadm_id FROM "
+              + TITLED.replace("{diagnosis}", "{other_diagnosis}") + ") AS both_coded")
 DRG = "drgcodes AS g WHERE g.subject_id = {subject_id} AND g.hadm_id = {hadm_id} AND g.drg_type = 'APR'"
 
 register(
@@ -157,11 +164,9 @@ register(
                  "JOIN d_icd_diagnoses AS d1 ON d1.icd_code = x1.icd_code AND d1.icd_version = x1.icd_version "
                  "JOIN d_icd_diagnoses AS d2 ON d2.icd_code = x2.icd_code AND d2.icd_version = x2.icd_version "
                  "WHERE x1.seq_num <= 5 AND d1.long_title < d2.long_title"),
-        gold_sql=("SELECT count(*) FROM (SELECT x.hadm_id FROM " + TITLED + " INTERSECT SELECT x.hadm_id FROM " +
-                  TITLED.replace("{diagnosis}", "{other_diagnosis}") + ")"),
-        evidence_sql=("SELECT 'diagnoses_icd', x.row_id FROM " + CODED + " WHERE d.long_title IN ({diagnosis}, "
-                      "{other_diagnosis}) AND x.hadm_id IN (SELECT x.hadm_id FROM " + TITLED + " INTERSECT SELECT "
-                      "x.hadm_id FROM " + TITLED.replace("{diagnosis}", "{other_diagnosis}") + ")"),
+        gold_sql="SELECT count(*) FROM " + BOTH_CODED,
+        evidence_sql=("SELECT 'diagnoses_icd', x.row_id FROM " + CODED + " JOIN " + BOTH_CODED + " ON "
+                      "both_coded.hadm_id = x.hadm_id WHERE d.long_title IN ({diagnosis}, {other_diagnosis})"),
         notes=NOTES + "; an admission counts once"),
     Template(
         id="dx_pop_top_cooccurring", intent=DX, level=Level.POPULATION, operation=Operation.TOP_N,
@@ -175,10 +180,10 @@ register(
         sampler=("SELECT d.long_title AS diagnosis, n.top_n FROM " + CODED + ", (VALUES (2), (3)) AS n(top_n) "
                  "GROUP BY d.long_title, n.top_n HAVING count(DISTINCT x.hadm_id) >= 10"),
         gold_sql=("SELECT d.long_title, rank() OVER (ORDER BY count(DISTINCT x.hadm_id) DESC) AS rnk FROM " + CODED +
-                  " WHERE x.hadm_id IN (SELECT x.hadm_id FROM " + TITLED + ") AND d.long_title <> {diagnosis} "
+                  " JOIN " + CODED_ADMISSIONS + " ON h.hadm_id = x.hadm_id WHERE d.long_title <> {diagnosis} "
                   "GROUP BY d.long_title QUALIFY rnk <= {top_n}"),
-        evidence_sql=("SELECT 'diagnoses_icd', x.row_id FROM diagnoses_icd AS x WHERE x.hadm_id IN "
-                      "(SELECT x.hadm_id FROM " + TITLED + ")"),
+        evidence_sql=("SELECT 'diagnoses_icd', x.row_id FROM diagnoses_icd AS x JOIN " + CODED_ADMISSIONS +
+                      " ON h.hadm_id = x.hadm_id"),
         notes=NOTES + "; ranked by admissions; ties inside the top N or at its cut are rejected"),
     Template(
         id="dx_pop_mean_age_with_diagnosis", intent=DX, level=Level.POPULATION, operation=Operation.MEAN,
@@ -189,14 +194,15 @@ register(
             "Across admissions with a diagnosis of {diagnosis}, what is the mean patient age at admission?",
         ),
         gold_sql=("SELECT avg(p.anchor_age + (year(a.admittime) - p.anchor_year)) FROM admissions AS a "
-                  "JOIN patients AS p ON p.subject_id = a.subject_id WHERE a.hadm_id IN (SELECT x.hadm_id FROM "
-                  + TITLED + ")"),
+                  "JOIN patients AS p ON p.subject_id = a.subject_id JOIN " + CODED_ADMISSIONS +
+                  " ON h.hadm_id = a.hadm_id"),
         evidence_sql=("SELECT 'diagnoses_icd', x.row_id FROM " + TITLED + " UNION ALL SELECT 'admissions', a.row_id "
-                      "FROM admissions AS a WHERE a.hadm_id IN (SELECT x.hadm_id FROM " + TITLED + ") UNION ALL "
-                      "SELECT 'patients', p.row_id FROM patients AS p WHERE p.subject_id IN (SELECT x.subject_id "
-                      "FROM " + TITLED + ")"),
-        guards=(Guard("unknown_ages", "SELECT count(*) > count(p.anchor_age) FROM patients AS p WHERE p.subject_id IN "
-                                      "(SELECT x.subject_id FROM " + TITLED + ")"),),
+                      "FROM admissions AS a JOIN " + CODED_ADMISSIONS + " ON h.hadm_id = a.hadm_id UNION ALL "
+                      "SELECT 'patients', p.row_id FROM patients AS p JOIN (SELECT DISTINCT h.subject_id FROM "
+                      + CODED_ADMISSIONS + ") AS hp ON hp.subject_id = p.subject_id"),
+        guards=(Guard("unknown_ages", "SELECT count(*) > count(p.anchor_age) FROM patients AS p JOIN (SELECT "
+                                      "DISTINCT h.subject_id FROM " + CODED_ADMISSIONS + ") AS hp ON hp.subject_id = "
+                                      "p.subject_id"),),
         notes=NOTES + "; one age per admission"),
     Template(
         id="dx_pop_in_hospital_deaths_with_diagnosis", intent=DX, level=Level.POPULATION, operation=Operation.COUNT,
@@ -206,9 +212,11 @@ register(
             "How many admissions coded with {diagnosis} ended with the patient's death in hospital?",
             "Count the in-hospital deaths among admissions with a diagnosis of {diagnosis}.",
         ),
-        gold_sql=("SELECT count(*) FILTER (WHERE a.hospital_expire_flag = 1) FROM admissions AS a "
-                  "WHERE a.hadm_id IN (SELECT x.hadm_id FROM " + TITLED + ")"),
+        gold_sql=("SELECT count(*) FILTER (WHERE a.hospital_expire_flag = 1) FROM admissions AS a JOIN "
+                  + CODED_ADMISSIONS + " ON h.hadm_id = a.hadm_id"),
         evidence_sql=("SELECT 'diagnoses_icd', x.row_id FROM " + TITLED + " UNION ALL SELECT 'admissions', a.row_id "
-                      "FROM admissions AS a WHERE a.hadm_id IN (SELECT x.hadm_id FROM " + TITLED + ")"),
+                      "FROM admissions AS a JOIN " + CODED_ADMISSIONS + " ON h.hadm_id = a.hadm_id"),
+        guards=(Guard("unknown_outcomes", "SELECT count(*) > count(a.hospital_expire_flag) FROM admissions AS a JOIN "
+                                          + CODED_ADMISSIONS + " ON h.hadm_id = a.hadm_id"),),
         notes=NOTES + "; hospital_expire_flag = 1"),
 )

@@ -93,7 +93,8 @@ def _evidence_rows(template: Template, rows: Iterable[tuple]) -> tuple[RowRef, .
 
 
 def _judge(template: Template, gold_rows: list[tuple], guard_values: tuple, unit: str | None,
-           evidence: tuple[RowRef, ...], max_evidence_rows: int) -> Evaluation:
+           evidence: tuple[RowRef, ...], max_evidence_rows: int, evidence_count: int | None = None) -> Evaluation:
+    """``evidence_count`` stands in for ``len(evidence)`` when too many rows to fetch were only counted."""
     problems: list[str] = []
     answer = None
     try:
@@ -106,9 +107,10 @@ def _judge(template: Template, gold_rows: list[tuple], guard_values: tuple, unit
     problems += [g.reason for g, v in zip(template.guards, guard_values) if v is not False]
     if template.unit_sql and unit is None:
         problems.append(UNIT_NOT_UNIQUE)
-    if not evidence:
+    count = len(evidence) if evidence_count is None else evidence_count
+    if not count:
         problems.append(NO_EVIDENCE_ROWS)
-    elif len(evidence) > max_evidence_rows:
+    elif count > max_evidence_rows:
         problems.append(EVIDENCE_TOO_LARGE)
     return Evaluation(answer if not problems else None, template.unit or unit, evidence, tuple(problems))
 
@@ -184,13 +186,20 @@ def _evaluate_batch(con: duckdb.DuckDBPyConnection, template: Template, n: int, 
         ks = passing[start:start + wanted - accepted]
         start += len(ks)
         evidence: dict[int, list[tuple]] = {k: [] for k in ks}
-        for k, *row in con.execute(f"SELECT __c.__k, __e.* FROM {_CANDIDATES} AS __c, "
-                                   f"LATERAL ({over(template.evidence_sql)}) AS __e "
-                                   f"WHERE __c.__k IN ({', '.join(map(str, ks))})").fetchall():
-            evidence[k].append(tuple(row))
+        counts: dict[int, int] = {k: 0 for k in ks}
+        # Distinct rows counted in SQL: a filling over the limit sends one row to Python, not all of them.
+        for k, table, row_id, count in con.execute(
+                f"SELECT __k, __table, __row_id, __n FROM (SELECT *, count(*) OVER (PARTITION BY __k) AS __n, "
+                f"row_number() OVER (PARTITION BY __k ORDER BY __table, __row_id) AS __i FROM (SELECT DISTINCT "
+                f"__c.__k, __e.* FROM {_CANDIDATES} AS __c, LATERAL ({over(template.evidence_sql)}) AS "
+                f"__e(__table, __row_id) WHERE __c.__k IN ({', '.join(map(str, ks))}))) "
+                f"WHERE __n <= {int(max_evidence_rows)} OR __i = 1").fetchall():
+            evidence[k].append((table, row_id))
+            counts[k] = count
         for k in ks:
-            evaluations[k] = _judge(template, gold[k], guards[k], units[k], _evidence_rows(template, evidence[k]),
-                                    max_evidence_rows)
+            rows = evidence[k] if counts[k] <= max_evidence_rows else []
+            evaluations[k] = _judge(template, gold[k], guards[k], units[k], _evidence_rows(template, rows),
+                                    max_evidence_rows, evidence_count=counts[k])
             accepted += evaluations[k].accepted
     last = passing[start - 1] if accepted >= wanted else n - 1
     for k in range(min(last + 1, n)):

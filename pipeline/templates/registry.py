@@ -45,6 +45,7 @@ class TemplateRegistry:
 
     def select(self, intents: Iterable[Intent] | None = None, level: Level | None = None) -> list[Template]:
         wanted = None if intents is None else {Intent(i) for i in intents}
+        level = None if level is None else Level(level)
         return [t for t in self if (wanted is None or t.intent in wanted) and (level is None or t.level is level)]
 
 
