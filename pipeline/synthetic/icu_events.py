@@ -68,7 +68,8 @@ def chart_rows(chunk: Chunk, adm: Admissions, stays: Stays) -> dict:
     conds = adm.conditions[stays.admission]
     shift = conds.astype(np.float64) @ _SHIFT
     level = rng.normal(0, 1, (n, len(SHIFTED_ITEMS)))
-    level[:, _COL[cat.NBP_DIA]] = 0.7 * level[:, _COL[cat.NBP_SYS]] + np.sqrt(1 - 0.7 ** 2) * level[:, _COL[cat.NBP_DIA]]
+    sys_col, dia_col = _COL[cat.NBP_SYS], _COL[cat.NBP_DIA]
+    level[:, dia_col] = 0.7 * level[:, sys_col] + np.sqrt(1 - 0.7 ** 2) * level[:, dia_col]
     hours = np.array([h for h, _ in cat.VITAL_INTERVAL_HOURS])
     step = hours[rng.choice(len(hours), n, p=[w for _, w in cat.VITAL_INTERVAL_HOURS])] * HOUR
     first = to_minute(stays.intime + rng.integers(5, 45, n) * MINUTE)

@@ -4,8 +4,7 @@ Generators hand over columns as numpy arrays (times as int64 seconds since the e
 values as masked arrays), ``Categorical`` codes into a label list, plain lists of strings, or
 scalars that apply to every row. The writer checks names and lengths against pipeline/schema.py,
 converts each column to the declared type, numbers the rows (``row_id`` continues across chunks
-in the order rows are written) and appends them through Arrow, so no chunk is held longer than it
-takes to insert it.
+in the order rows are appended) and inserts them through Arrow in bounded batches.
 """
 
 from collections.abc import Mapping, Sequence

@@ -91,7 +91,8 @@ def test_patient_count_is_the_requested_one(con):
 def test_every_subject_id_is_a_patient(con):
     for t in PATIENT_TABLES:
         if "subject_id" in t.column_names and t.name != "patients":
-            orphans = one(con, f'SELECT count(*) FROM "{t.name}" WHERE subject_id NOT IN (SELECT subject_id FROM patients)')
+            orphans = one(con, f'SELECT count(*) FROM "{t.name}" '
+                               f'WHERE subject_id NOT IN (SELECT subject_id FROM patients)')
             assert orphans == 0, t.name
 
 
@@ -393,7 +394,8 @@ def test_blood_pressure_mean_follows_systolic_and_diastolic(con):
     bad = one(con, """SELECT count(*) FROM chartevents s
         JOIN chartevents d ON d.stay_id = s.stay_id AND d.charttime = s.charttime AND d.itemid = 220180
         JOIN chartevents m ON m.stay_id = s.stay_id AND m.charttime = s.charttime AND m.itemid = 220181
-        WHERE s.itemid = 220179 AND (NOT d.valuenum < s.valuenum OR abs(m.valuenum - (s.valuenum + 2 * d.valuenum) / 3) > 1)""")
+        WHERE s.itemid = 220179
+          AND (NOT d.valuenum < s.valuenum OR abs(m.valuenum - (s.valuenum + 2 * d.valuenum) / 3) > 1)""")
     assert bad == 0
 
 
