@@ -6,8 +6,9 @@ import dagster as dg
 from assets.resources import ProjectPaths
 from pipeline.templates import REGISTRY, extract_clean_tasks
 from pipeline.templates.extract import DEFAULT_MAX_EVIDENCE_ROWS, DEFAULT_TASKS_PER_TEMPLATE
-from pipeline.templates.summary import (catalogue_markdown, catalogue_problems, counts_markdown, preview_markdown,
-                                        rejections_markdown, write_catalogue, write_clean_tasks)
+from pipeline.templates.summary import (catalogue_list_markdown, catalogue_markdown, catalogue_problems,
+                                        counts_markdown, preview_markdown, rejections_markdown, write_catalogue,
+                                        write_clean_tasks)
 from pipeline.vocabulary import AssetName, Group, Intent, Level
 
 INTENT_PARTITIONS = dg.StaticPartitionsDefinition([i.value for i in Intent])
@@ -47,6 +48,7 @@ def template_catalogue(paths: ProjectPaths) -> dg.MaterializeResult:
         metadata={
             "templates": len(templates),
             "per_intent_and_level": dg.MetadataValue.md(catalogue_markdown(templates)),
+            "templates_by_intent_and_level": dg.MetadataValue.md(catalogue_list_markdown(templates)),
             "path": dg.MetadataValue.path(str(path)),
         },
         check_results=[dg.AssetCheckResult(

@@ -132,6 +132,8 @@ register(
         ),
         gold_sql="SELECT t.careunit FROM " + STAYS_IN_UNITS,
         evidence_sql="SELECT 'transfers', t.row_id FROM " + STAYS_IN_UNITS,
+        guards=(Guard("untyped_transfers", "SELECT count(*) > count(t.eventtype) FROM transfers AS t "
+                                           "WHERE t.hadm_id = {hadm_id}"),),
         notes="transfers.careunit of every non-discharge event; a unit left unnamed rejects the filling"),
     Template(
         id="dem_first_icu_unit", intent=DEM, level=Level.PATIENT, operation=Operation.RETRIEVAL, answer_type=A.TEXT,
@@ -200,8 +202,8 @@ register(
         evidence_sql=("SELECT 'admissions', a.row_id FROM " + TYPE_ADMISSIONS + " UNION ALL SELECT 'patients', "
                       "p.row_id FROM patients AS p WHERE p.subject_id IN (SELECT a.subject_id FROM "
                       + TYPE_ADMISSIONS + ")"),
-        guards=(Guard("unknown_ages", "SELECT count(*) > count(p.anchor_age) FROM admissions AS a JOIN patients "
-                                      "AS p ON p.subject_id = a.subject_id WHERE a.admission_type = {admission_type}"),),
+        guards=(Guard("unknown_ages", "SELECT count(*) > count(p.anchor_age) FROM admissions AS a JOIN patients AS p "
+                                      "ON p.subject_id = a.subject_id WHERE a.admission_type = {admission_type}"),),
         notes="one age per admission (a patient admitted twice counts twice)"),
     Template(
         id="dem_pop_top_discharge_locations", intent=DEM, level=Level.POPULATION, operation=Operation.TOP_N,

@@ -120,6 +120,23 @@ register(
                                             "a.subject_id = {subject_id}"),),
         notes=NOTES),
     Template(
+        id="dx_last_admission_with_diagnosis", intent=DX, level=Level.PATIENT, operation=Operation.LAST,
+        answer_type=A.TIMESTAMP, slots={"subject_id": K.SUBJECT, "diagnosis": K.DIAGNOSIS},
+        sampler="SELECT x.subject_id, d.long_title AS diagnosis FROM " + CODED,
+        paraphrases=(
+            "When was patient {subject_id} most recently admitted with a diagnosis of {diagnosis}?",
+            "What is the admission time of the latest admission of patient {subject_id} in which {diagnosis} was "
+            "coded?",
+        ),
+        gold_sql=("SELECT max(a.admittime) FROM admissions AS a WHERE a.subject_id = {subject_id} AND a.hadm_id IN "
+                  "(SELECT x.hadm_id FROM " + TITLED_FOR_PATIENT + ")"),
+        evidence_sql=("SELECT 'diagnoses_icd', x.row_id FROM " + TITLED_FOR_PATIENT + " UNION ALL SELECT "
+                      "'admissions', a.row_id FROM admissions AS a WHERE a.subject_id = {subject_id} AND a.hadm_id IN "
+                      "(SELECT x.hadm_id FROM " + TITLED_FOR_PATIENT + ")"),
+        guards=(Guard("untimed_admissions", "SELECT count(*) > count(a.admittime) FROM admissions AS a WHERE "
+                                            "a.subject_id = {subject_id}"),),
+        notes=NOTES),
+    Template(
         id="dx_apr_drg_severity", intent=DX, level=Level.PATIENT, operation=Operation.RETRIEVAL,
         answer_type=A.NUMBER, slots=ADMISSION_SLOTS, unit="severity level", decimals=0,
         sampler="SELECT subject_id, hadm_id FROM drgcodes WHERE drg_type = 'APR'",

@@ -330,7 +330,8 @@ def present_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
 
 
 def extract_clean_tasks(con_or_db_path: duckdb.DuckDBPyConnection | str | Path, *,
-                        intents: Iterable[Intent | str] | None = None, tasks_per_template: int = DEFAULT_TASKS_PER_TEMPLATE,
+                        intents: Iterable[Intent | str] | None = None,
+                        tasks_per_template: int = DEFAULT_TASKS_PER_TEMPLATE,
                         seed: int = 0, templates: Iterable[Template] | None = None,
                         max_evidence_rows: int = DEFAULT_MAX_EVIDENCE_ROWS,
                         progress: Callable[[str], None] | None = None) -> ExtractionResult:

@@ -63,6 +63,8 @@ IN_WINDOW = NAMED + " AND l.subject_id = {subject_id} AND l.charttime >= {start_
 MICRO_SCOPE = ("microbiologyevents AS m WHERE m.subject_id = {subject_id} AND m.hadm_id = {hadm_id} "
                "AND m.spec_type_desc = {specimen}")
 MICRO_SLOTS = {"subject_id": K.SUBJECT, "hadm_id": K.ADMISSION, "specimen": K.CATEGORY}
+MICRO_SAMPLER = ("SELECT subject_id, hadm_id, spec_type_desc AS specimen FROM microbiologyevents "
+                 "WHERE hadm_id IS NOT NULL")
 POP_LAB_ROWS = ("labevents AS l JOIN d_labitems AS d ON d.itemid = l.itemid JOIN patients AS p ON p.subject_id = "
                 "l.subject_id WHERE d.label = {lab} AND d.fluid = 'Blood' AND p.gender = {gender}")
 POP_ADMISSION_ROWS = ("labevents AS l JOIN d_labitems AS d ON d.itemid = l.itemid JOIN admissions AS a ON a.hadm_id = "
@@ -180,6 +182,16 @@ register(
         evidence_sql="SELECT 'labevents', l.row_id FROM " + _at_extreme("max"),
         guards=(NO_NULL_TIMES,), notes=NOTES),
     Template(
+        id="lab_result_unit", intent=LAB, level=Level.PATIENT, operation=Operation.RETRIEVAL, answer_type=A.TEXT,
+        slots=ADMISSION_SLOTS, sampler=NUMERIC_SAMPLER,
+        paraphrases=(
+            "In which unit were patient {subject_id}'s blood {lab} results reported during admission {hadm_id}?",
+            "What unit of measurement do the blood {lab} results of patient {subject_id} in admission {hadm_id} use?",
+        ),
+        gold_sql="SELECT DISTINCT l.valueuom FROM " + IN_ADMISSION,
+        evidence_sql="SELECT 'labevents', l.row_id FROM " + IN_ADMISSION,
+        notes=NOTES + "; results in two units, or a result without unit, reject the filling"),
+    Template(
         id="micro_organisms_in_specimen", intent=LAB, level=Level.PATIENT, operation=Operation.RETRIEVAL,
         answer_type=A.TEXT_SET, slots=MICRO_SLOTS,
         paraphrases=(
@@ -200,7 +212,7 @@ register(
             "Name the microbiology tests performed on patient {subject_id}'s {specimen} samples in admission "
             "{hadm_id}.",
         ),
-        sampler="SELECT subject_id, hadm_id, spec_type_desc AS specimen FROM microbiologyevents WHERE hadm_id IS NOT NULL",
+        sampler=MICRO_SAMPLER,
         gold_sql="SELECT DISTINCT m.test_name FROM " + MICRO_SCOPE,
         evidence_sql="SELECT 'microbiologyevents', m.row_id FROM " + MICRO_SCOPE,
         notes="specimen is microbiologyevents.spec_type_desc"),
@@ -212,7 +224,7 @@ register(
             "{hadm_id}?",
             "Count the distinct {specimen} microbiology specimens of patient {subject_id} in admission {hadm_id}.",
         ),
-        sampler="SELECT subject_id, hadm_id, spec_type_desc AS specimen FROM microbiologyevents WHERE hadm_id IS NOT NULL",
+        sampler=MICRO_SAMPLER,
         gold_sql="SELECT count(DISTINCT m.micro_specimen_id) FROM " + MICRO_SCOPE,
         evidence_sql="SELECT 'microbiologyevents', m.row_id FROM " + MICRO_SCOPE,
         notes="a specimen is a distinct micro_specimen_id"),
@@ -225,7 +237,8 @@ register(
             "Across every blood {lab} result of gender-{gender} patients, what is the mean value?",
         ),
         sampler=("SELECT d.label AS lab, p.gender FROM labevents AS l JOIN d_labitems AS d ON d.itemid = l.itemid "
-                 "JOIN patients AS p ON p.subject_id = l.subject_id WHERE d.fluid = 'Blood' AND l.valuenum IS NOT NULL"),
+                 "JOIN patients AS p ON p.subject_id = l.subject_id "
+                 "WHERE d.fluid = 'Blood' AND l.valuenum IS NOT NULL"),
         gold_sql="SELECT avg(l.valuenum) FROM " + POP_LAB_ROWS,
         evidence_sql="SELECT 'labevents', l.row_id FROM " + POP_LAB_ROWS,
         unit_sql="SELECT l.valueuom FROM " + POP_LAB_ROWS, measure=MEASURE,

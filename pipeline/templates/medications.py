@@ -98,7 +98,8 @@ register(
         ),
         gold_sql="SELECT TRY_CAST(r.dose_val_rx AS DOUBLE) FROM " + LAST_RX,
         evidence_sql="SELECT 'prescriptions', r.row_id FROM " + LAST_RX,
-        unit_sql="SELECT r.dose_unit_rx FROM " + LAST_RX, measure=Measure("prescriptions", "dose_val_rx", "dose_unit_rx"),
+        unit_sql="SELECT r.dose_unit_rx FROM " + LAST_RX,
+        measure=Measure("prescriptions", "dose_val_rx", "dose_unit_rx"),
         guards=(UNTIMED_RX,),
         notes=RX_NOTES + "; a dose range ('1-2') or two orders starting together reject the filling"),
     Template(

@@ -73,6 +73,14 @@ def catalogue_markdown(templates: Sequence[Template]) -> str:
     return _table(("intent", "patient", "population", "templates"), rows)
 
 
+def catalogue_list_markdown(templates: Sequence[Template]) -> str:
+    """Every template id, grouped by intent and level, with its operation and answer type."""
+    rows = [(i.value, lv.value, ", ".join(f"`{t.id}` ({t.operation.value}, {t.answer_type.value})"
+                                           for t in templates if t.intent is i and t.level is lv))
+            for i in Intent for lv in Level]
+    return _table(("intent", "level", "templates"), rows)
+
+
 def counts_markdown(tasks: Sequence[Task]) -> str:
     """Tasks per level and answer type."""
     per = Counter((t.level.value, t.answer_type.value) for t in tasks)

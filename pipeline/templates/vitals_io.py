@@ -144,7 +144,8 @@ register(
         # A six-hour block of the clock in which the vital was charted: a window tied to the record.
         sampler=("SELECT c.subject_id, i.label AS vital, time_bucket(INTERVAL 6 HOUR, c.charttime) AS start_time, "
                  "time_bucket(INTERVAL 6 HOUR, c.charttime) + INTERVAL 6 HOUR AS end_time FROM chartevents AS c "
-                 f"JOIN d_items AS i ON i.itemid = c.itemid WHERE i.label IN {VITAL_LABELS} AND c.valuenum IS NOT NULL"),
+                 f"JOIN d_items AS i ON i.itemid = c.itemid "
+                 f"WHERE i.label IN {VITAL_LABELS} AND c.valuenum IS NOT NULL"),
         gold_sql="SELECT max(c.valuenum) FROM " + IN_WINDOW,
         evidence_sql="SELECT 'chartevents', c.row_id FROM " + IN_WINDOW,
         unit_sql="SELECT c.valueuom FROM " + IN_WINDOW, measure=MEASURE,

@@ -62,6 +62,8 @@ def test_the_catalogue_lists_templates_per_intent_and_level_and_passes_its_check
         patient = len(REGISTRY.select([intent], Level.PATIENT))
         population = len(REGISTRY.select([intent], Level.POPULATION))
         assert f"| {intent.value} | {patient} | {population} | {patient + population} |" in table
+    listing = mat.metadata["templates_by_intent_and_level"].value
+    assert all(f"`{t.id}`" in listing for t in REGISTRY)
     assert _checks(result)[TemplateCheck.CATALOGUE_MEETS_ISSUE].passed
     assert (paths.clean_tasks_dir / "catalogue.json").exists()
 

@@ -19,7 +19,8 @@ def test_every_intent_has_patient_and_population_templates():
 
 
 def test_every_template_reads_only_tables_of_its_intent():
-    outside = {t.id: sorted(t.tables - INTENT_TABLES[t.intent]) for t in REGISTRY if not t.tables <= INTENT_TABLES[t.intent]}
+    outside = {t.id: sorted(t.tables - INTENT_TABLES[t.intent])
+               for t in REGISTRY if not t.tables <= INTENT_TABLES[t.intent]}
     assert outside == {}
     assert all(t.tables for t in REGISTRY)
 

@@ -14,7 +14,8 @@ def drug_template(**changes) -> Template:
     fields = dict(
         id="test_drug_count", intent=Intent.MEDICATIONS, level=Level.PATIENT, operation=Operation.COUNT,
         answer_type=AnswerType.NUMBER, slots={"subject_id": SlotKind.SUBJECT, "drug": SlotKind.DRUG},
-        paraphrases=("How many {drug} orders has patient {subject_id}?", "Count {drug} orders of patient {subject_id}."),
+        paraphrases=("How many {drug} orders has patient {subject_id}?",
+                     "Count {drug} orders of patient {subject_id}."),
         sampler="SELECT subject_id, drug FROM prescriptions",
         gold_sql="SELECT count(*) FROM prescriptions AS r WHERE r.subject_id = {subject_id} AND r.drug = {drug}",
         evidence_sql="SELECT 'prescriptions', r.row_id FROM prescriptions AS r WHERE r.subject_id = {subject_id} "
