@@ -18,6 +18,7 @@ from assets.resources import ProjectPaths
 from pipeline.contracts import Contract, ContractResult, ContractViolation, ExpectationResult, Severity
 from pipeline.contracts import check_release_splits, check_task_set, results_markdown
 from pipeline.release import build_release
+from pipeline.release.publish import check_all_split
 from pipeline.release.assembly import collect_pairs
 from pipeline.release.diff import diff_markdown
 from pipeline.release.manifest import count_tasks, counts_markdown, noise_counts_markdown
@@ -122,10 +123,11 @@ def release_candidate(context: dg.AssetExecutionContext, config: ReleaseCandidat
                 "clean_tasks_without_twin_left_out": len(pairs.unpaired)}
     if all(r.passed for r in results):
         tasks = assign_splits(tasks_from_arrow(pairs.tasks), shares=shares, seed=config.seed, real_subjects=subjects)
+        check_all_split(tasks)
         tmp = target.with_name(target.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         for split in Split:
-            write_tasks(tasks_table([t for t in tasks if t.split is split]), tmp / f"{split.value}.parquet")
+            write_tasks(tasks_table([t for t in tasks if t.split == split]), tmp / f"{split.value}.parquet")
         (tmp / SETTINGS).write_text(json.dumps({
             "seed": config.seed, "split_shares": shares, "noise_shares": noise_shares, "intents": intents,
             "source_fingerprint": info.fingerprint}, indent=2, sort_keys=True))

@@ -50,7 +50,9 @@ def pair_up(clean: pa.Table, twins: pa.Table) -> PairSet:
     if "clean_task_id" not in twins.column_names or "task_id" not in clean.column_names:
         return PairSet(clean, twins, ())  # broken columns: let the contracts report them
     named = pc.unique(twins.column("clean_task_id").drop_null())
-    has_twin = pc.fill_null(pc.is_in(clean.column("task_id"), value_set=named), False)
+    ids = clean.column("task_id")
+    # A clean row without an id is not "unpaired" but broken: it stays, for the contracts to refuse.
+    has_twin = pc.or_(pc.fill_null(pc.is_in(ids, value_set=named), False), pc.is_null(ids))
     unpaired = clean.filter(pc.invert(has_twin)).column("task_id").to_pylist()
     return PairSet(clean.filter(has_twin), twins, tuple(sorted(i for i in unpaired if i is not None)))
 

@@ -145,6 +145,13 @@ def set_latest(releases_dir: Path, version: str) -> None:
 
 # --------------------------------------------------------------------------------- the build
 
+def check_all_split(tasks: Sequence[Task]) -> None:
+    """Every task has one of the three splits: a task without one would silently miss every file."""
+    stray = [t.task_id for t in tasks if t.split not in set(Split)]
+    if stray:
+        raise ValueError(f"{len(stray)} task(s) have no split among {[s.value for s in Split]}, e.g. {stray[:5]}")
+
+
 def _source_subjects(source_db: Path) -> set[int]:
     with duckdb.connect(str(source_db), read_only=True) as con:
         try:
@@ -189,7 +196,8 @@ def build_release(tasks: Iterable[Task], *, source_db: Path, version: str | None
 
     say(f"assigning splits ({', '.join(f'{k} {v:.0%}' for k, v in shares.items())}, seed {seed})")
     split_tasks = assign_splits(list(tasks), shares=shares, seed=seed, real_subjects=subjects)
-    by_split = {s.value: tasks_table([t for t in split_tasks if t.split is s]) for s in Split}
+    by_split = {s.value: tasks_table([t for t in split_tasks if t.split == s]) for s in Split}
+    check_all_split(split_tasks)
 
     releases_dir.mkdir(parents=True, exist_ok=True)
     previous = latest_version(releases_dir)
