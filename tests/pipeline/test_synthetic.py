@@ -558,3 +558,51 @@ def test_contents_do_not_depend_on_python_hash_randomisation(tmp_path):
                        cwd=repo, env={**os.environ, "PYTHONHASHSEED": hash_seed}, check=True)
         hashes.append(table_hashes(db))
     assert hashes[0] == hashes[1]
+
+
+# ------------------------------------------------------------------------------------------ writer
+
+@pytest.fixture()
+def writer():
+    from pipeline.schema import table
+    from pipeline.synthetic.writer import TableWriter
+
+    con = duckdb.connect()
+    yield TableWriter(con, [table("d_labitems"), table("patients")])
+    con.close()
+
+
+def test_writer_names_an_unknown_column(writer):
+    with pytest.raises(KeyError, match="d_labitems has no column.*unit"):
+        writer.append("d_labitems", {"itemid": [1], "unit": ["mg"]})
+
+
+def test_writer_refuses_nulls_in_a_not_null_column(writer):
+    import numpy as np
+
+    with pytest.raises(ValueError, match="patients.gender is NOT NULL"):
+        writer.append("patients", {"subject_id": np.array([1, 2]), "gender": ["F", None], "anchor_year": 2150,
+                                   "anchor_year_group": "2011 - 2013"})
+
+
+def test_writer_refuses_columns_of_different_lengths(writer):
+    import numpy as np
+
+    with pytest.raises(ValueError, match="different lengths"):
+        writer.append("d_labitems", {"itemid": np.array([1, 2]), "label": ["a"]})
+
+
+def test_writer_numbers_rows_across_appends_and_converts_times(writer):
+    import numpy as np
+
+    from pipeline.synthetic.writer import Categorical, masked
+
+    for first in (0, 2):
+        writer.append("patients", {
+            "subject_id": np.array([first, first + 1]), "gender": Categorical(np.array([0, 1]), ["F", "M"]),
+            "anchor_year": 2150, "anchor_year_group": "2011 - 2013",
+            "dod": masked(np.array([0, 86_400 * 3]), np.array([True, False]))})
+    writer.flush()
+    got = writer.con.execute("SELECT row_id, subject_id, gender, CAST(dod AS VARCHAR) FROM patients "
+                             "ORDER BY row_id").fetchall()
+    assert got == [(0, 0, "F", None), (1, 1, "M", "1970-01-04"), (2, 2, "F", None), (3, 3, "M", "1970-01-04")]
