@@ -39,7 +39,7 @@ class _Rows:
         cols = {}
         for name in names:
             pieces = [p[name] for p in self.parts]
-            if isinstance(pieces[0], np.ma.MaskedArray) or any(isinstance(x, np.ma.MaskedArray) for x in pieces):
+            if any(isinstance(x, np.ma.MaskedArray) for x in pieces):
                 cols[name] = np.ma.concatenate([np.ma.asarray(x) for x in pieces])
             else:
                 cols[name] = np.concatenate(pieces)
