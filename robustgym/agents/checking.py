@@ -5,24 +5,29 @@ the same sandboxed ``sql`` tool first, in this order, and answers only when ever
 
 1. premise: every patient, admission and ICU stay id in the slots exists (and the admission belongs
    to the patient), else ``invalid_premise``;
-2. evidence: the gold SQL returns something, else ``no_evidence`` (``invalid_premise`` when a named
-   slot - a lab, item or drug - is unknown to the whole database);
-3. one fact, one value: a single-valued answer with several different values is ``conflicting_evidence``;
-4. the rows the answer rests on (``SELECT <measured table>.*`` over the gold SQL's FROM/WHERE):
-   rows linked to an admission that does not exist or timed outside it -> ``inconsistent_record``;
-   two different values at the same time for the same item -> ``conflicting_evidence``; a unit that is
-   not the item's usual unit in the database -> ``unit_inconsistency``; a value outside the item's
-   physiological range (``pipeline.noise.physiology``) or far outside what the database records for
-   the item -> ``implausible_value``.
+2. reference: an admission or stay the question does not name while the patient has several, or a
+   name that is no recorded name but begins several, is ``ambiguous``; a name (lab, item, drug,
+   diagnosis, procedure, organism) the database does not know is ``invalid_premise``;
+3. evidence: the gold SQL returns something, else ``invalid_premise`` when the named thing was never
+   recorded for the patient (for anyone, at population level), ``no_evidence`` otherwise;
+4. one fact, one row: a single-valued answer resting on several rows is ``conflicting_evidence``;
+5. links: a row of the patient in the question's tables pointing to an admission that does not
+   exist is ``inconsistent_record``;
+6. the rows the answer rests on, probed with aggregates over the gold SQL's own FROM/WHERE (so no
+   row cap applies): two different rows with the same natural key (``pipeline.schema``), or two
+   values of one item at one time -> ``conflicting_evidence``; rows timed outside their admission ->
+   ``inconsistent_record``; a unit that is not the item's usual unit in the database ->
+   ``unit_inconsistency``; a value outside the item's physiological range
+   (``pipeline.noise.physiology``), a negative value of an item (or column) never negative
+   elsewhere, or a value 20x above the item's 99th percentile -> ``implausible_value``.
 
-It is a reference point, not a clever agent: its rules see only what the gold SQL's rows show.
+It is a reference point, not a clever agent: its rules see only what the gold SQL's tables show.
 """
 
 import re
-from collections import defaultdict
-from datetime import datetime, timedelta
 from typing import Any
 
+from pipeline.schema import TABLES_BY_NAME
 from pipeline.task_model import Task
 from pipeline.vocabulary import AnswerType, Status
 from robustgym.agents.base import Plan, Privilege, register_agent
@@ -47,8 +52,11 @@ ENTITY_SLOTS = {"subject_id": ("patients", "subject_id"), "hadm_id": ("admission
 NAMED_SLOTS = {"lab": ("d_labitems", "label"), "lab_label": ("d_labitems", "label"), "item": ("d_items", "label"),
                "vital": ("d_items", "label"), "chart_item": ("d_items", "label"), "drug": ("prescriptions", "drug"),
                "organism": ("microbiologyevents", "org_name")}
+# tables with subject_id and hadm_id whose rows can point to an admission
+LINKED = ("labevents", "chartevents", "outputevents", "inputevents", "procedureevents", "datetimeevents",
+          "microbiologyevents", "prescriptions", "emar", "pharmacy", "diagnoses_icd", "procedures_icd",
+          "drgcodes", "services", "transfers", "icustays", "hcpcsevents", "poe")
 SINGLE_VALUED = {AnswerType.NUMBER, AnswerType.TEXT, AnswerType.BOOLEAN, AnswerType.TIMESTAMP}
-TIME_SLACK = timedelta(days=1)
 _CLAUSE_END = re.compile(r"\b(GROUP\s+BY|ORDER\s+BY|LIMIT|QUALIFY|HAVING|WINDOW|UNION|EXCEPT|INTERSECT)\b", re.I)
 
 
@@ -97,13 +105,6 @@ class _Probe:
         result = self.env.sql(sql)
         return result.data["rows"] if result.ok else None
 
-    def dicts(self, sql: str) -> list[dict[str, Any]] | None:
-        result = self.env.sql(sql)
-        if not result.ok:
-            return None
-        columns = result.data["columns"]
-        return [dict(zip(columns, row)) for row in result.data["rows"]]
-
     def scalar(self, sql: str) -> Any:
         rows = self.rows(sql)
         return rows[0][0] if rows else None
@@ -124,18 +125,22 @@ class CheckingAgent:
             env.submit(status)
 
     def _conclude(self, probe: _Probe, plan: Plan) -> tuple[Status, list]:
+        names = _named_slots(plan)
         premise = self._premise(probe, plan.slots)
         if premise:
             return premise, []
+        reference = self._reference(probe, plan, names)
+        if reference:
+            return reference, []
         rows = probe.rows(plan.gold_sql)
         if rows is None:
             rows = []
         values = [r[0] for r in rows if r and r[0] is not None]
         if not values:
-            return (Status.INVALID_PREMISE if self._unknown_name(probe, plan.slots) else Status.NO_EVIDENCE), rows
-        if plan.answer_type in SINGLE_VALUED and len({str(v) for v in values}) > 1:
+            return (Status.INVALID_PREMISE if self._never_recorded(probe, plan, names) else Status.NO_EVIDENCE), rows
+        if plan.answer_type in SINGLE_VALUED and len(rows) > 1:
             return Status.CONFLICTING_EVIDENCE, rows
-        return self._evidence(probe, plan) or Status.ANSWERED, rows
+        return self._dangling(probe, plan) or self._evidence(probe, plan) or Status.ANSWERED, rows
 
     @staticmethod
     def _premise(probe: _Probe, slots: dict[str, str]) -> Status | None:
@@ -151,101 +156,201 @@ class CheckingAgent:
         return None
 
     @staticmethod
-    def _unknown_name(probe: _Probe, slots: dict[str, str]) -> bool:
-        for name, (table, column) in NAMED_SLOTS.items():
-            if name in slots and not probe.scalar(
-                    f"SELECT count(*) FROM {table} WHERE lower({column}) = lower({_literal(slots[name])})"):
+    def _reference(probe: _Probe, plan: Plan, names: list[tuple[str, list[tuple[str, str]]]]) -> Status | None:
+        subject = plan.slots.get("subject_id")
+        for slot, (table, column) in (("hadm_id", ("admissions", "hadm_id")), ("stay_id", ("icustays", "stay_id"))):
+            if slot in plan.slots and plan.slots[slot] not in plan.question and subject and subject.isdigit():
+                if (probe.scalar(f"SELECT count(DISTINCT {column}) FROM {table} WHERE subject_id = {int(subject)}")
+                        or 0) > 1:
+                    return Status.AMBIGUOUS
+        for slot, sources in names:
+            value = plan.slots[slot]
+            exact = prefixed = 0
+            for table, column in sources:
+                exact += probe.scalar(f"SELECT count(*) FROM {table} WHERE {column} = {_literal(value)}") or 0
+                prefixed += probe.scalar(f"SELECT count(DISTINCT {column}) FROM {table} "
+                                         f"WHERE starts_with(lower({column}), lower({_literal(value)}))") or 0
+            if not exact:
+                return Status.AMBIGUOUS if prefixed > 1 else Status.INVALID_PREMISE
+        return None
+
+    @staticmethod
+    def _never_recorded(probe: _Probe, plan: Plan, names: list[tuple[str, list[tuple[str, str]]]]) -> bool:
+        subject = plan.slots.get("subject_id")
+        for slot, _ in names:
+            recorded = 0
+            for events, name_expr in _event_sources(slot, plan):
+                scope = f" AND e.subject_id = {int(subject)}" if subject and subject.isdigit() else ""
+                recorded += probe.scalar(f"SELECT count(*) FROM {events} WHERE {name_expr} = "
+                                         f"{_literal(plan.slots[slot])}{scope}") or 0
+            if not recorded:
                 return True
         return False
 
-    def _evidence(self, probe: _Probe, plan: Plan) -> Status | None:
+    @staticmethod
+    def _dangling(probe: _Probe, plan: Plan) -> Status | None:
+        subject = plan.slots.get("subject_id")
         from_where = top_level_from(plan.gold_sql)
-        if from_where is None:
+        if not (subject and subject.isdigit() and from_where):
             return None
-        for table, alias in re.findall(r"\b(" + "|".join(MEASURED) + r")\b(?:\s+AS)?\s+(\w+)?", from_where, re.I):
-            alias = alias if alias and alias.upper() not in {"JOIN", "WHERE", "ON", "LEFT", "INNER", "USING"} \
-                else table
-            rows = probe.dicts(f"SELECT {alias}.* {from_where}")
-            if not rows:
-                continue
-            status = (self._inconsistent(probe, rows, table) or self._conflicting(rows, table)
-                      or self._unit(probe, rows, table) or self._implausible(probe, rows, table))
-            if status:
-                return status
-        return None
-
-    @staticmethod
-    def _inconsistent(probe: _Probe, rows: list[dict], table: str) -> Status | None:
-        time_col = MEASURED[table][2]
-        hadm_ids = sorted({r["hadm_id"] for r in rows if r.get("hadm_id") is not None})
-        if not hadm_ids:
-            return None
-        known = probe.dicts(f"SELECT hadm_id, subject_id, admittime, dischtime FROM admissions "
-                            f"WHERE hadm_id IN ({', '.join(map(str, hadm_ids))})") or []
-        by_id = {a["hadm_id"]: a for a in known}
-        for r in rows:
-            admission = by_id.get(r.get("hadm_id")) if r.get("hadm_id") is not None else None
-            if r.get("hadm_id") is not None and admission is None:
+        hadm = plan.slots.get("hadm_id")
+        for table in sorted(set(re.findall(r"\b(" + "|".join(LINKED) + r")\b", from_where))):
+            if probe.scalar(f"SELECT count(*) FROM {table} WHERE subject_id = {int(subject)} AND hadm_id IS NOT NULL "
+                            f"AND hadm_id NOT IN (SELECT hadm_id FROM admissions)"):
                 return Status.INCONSISTENT_RECORD
-            if admission is None:
-                continue
-            if r.get("subject_id") is not None and r["subject_id"] != admission["subject_id"]:
-                return Status.INCONSISTENT_RECORD
-            when = r.get(time_col)
-            if isinstance(when, datetime) and admission["admittime"] and admission["dischtime"] and not (
-                    admission["admittime"] - TIME_SLACK <= when <= admission["dischtime"] + TIME_SLACK):
+            if hadm and hadm.isdigit() and probe.scalar(
+                    f"SELECT count(*) FROM {table} WHERE hadm_id = {int(hadm)} AND subject_id <> {int(subject)}"):
                 return Status.INCONSISTENT_RECORD
         return None
 
-    @staticmethod
-    def _conflicting(rows: list[dict], table: str) -> Status | None:
-        value_col, _, time_col, item_col = MEASURED[table]
-        if value_col is None:
+    def _evidence(self, probe: _Probe, plan: Plan) -> Status | None:
+        """Checks of the rows the gold SQL reads, as aggregates over its own FROM/WHERE (no row cap)."""
+        fw = top_level_from(plan.gold_sql)
+        if fw is None:
             return None
-        seen: dict[tuple, set] = defaultdict(set)
-        for r in rows:
-            if r.get(time_col) is not None and r.get(value_col) is not None:
-                seen[(r.get(item_col), r[time_col])].add(r[value_col])
-        return Status.CONFLICTING_EVIDENCE if any(len(v) > 1 for v in seen.values()) else None
-
-    @staticmethod
-    def _unit(probe: _Probe, rows: list[dict], table: str) -> Status | None:
-        _, unit_col, _, item_col = MEASURED[table]
-        if unit_col is None:
-            return None
-        for item in sorted({r.get(item_col) for r in rows if r.get(item_col) is not None}, key=str):
-            usual = probe.scalar(f"SELECT {unit_col} FROM {table} WHERE {item_col} = {_sql_value(item)} "
-                                 f"AND {unit_col} IS NOT NULL GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1")
-            if usual is not None and any(r.get(unit_col) not in (None, usual) for r in rows
-                                         if r.get(item_col) == item):
-                return Status.UNIT_INCONSISTENCY
+        for table, alias in _table_refs(fw):
+            for check in (_key_duplicates, _measure_checks, _negative_values):
+                status = check(probe, fw, table, alias)
+                if status:
+                    return status
         return None
 
-    @staticmethod
-    def _implausible(probe: _Probe, rows: list[dict], table: str) -> Status | None:
-        value_col, _, _, item_col = MEASURED[table]
-        if value_col is None:
-            return None
+
+_TABLE_NAMES = tuple(sorted(TABLES_BY_NAME, key=len, reverse=True))
+_NOT_ALIAS = {"JOIN", "WHERE", "ON", "LEFT", "RIGHT", "INNER", "OUTER", "FULL", "CROSS", "USING", "AND", "GROUP",
+              "ORDER", "NATURAL", "POSITIONAL", "ASOF", "SEMI", "ANTI"}
+_NUMERIC = ("INTEGER", "BIGINT", "SMALLINT", "DOUBLE", "FLOAT", "REAL", "DECIMAL", "NUMERIC")
+
+
+def _table_refs(from_where: str) -> list[tuple[str, str]]:
+    refs = []
+    for table, alias in re.findall(r"\b(" + "|".join(_TABLE_NAMES) + r")\b(?:\s+AS)?(?:\s+(\w+))?", from_where,
+                                   re.I):
+        refs.append((table.lower(), alias if alias and alias.upper() not in _NOT_ALIAS else table))
+    return refs
+
+
+def _key_duplicates(probe: _Probe, fw: str, table: str, alias: str) -> Status | None:
+    """Two different rows with the same natural key: the same fact recorded twice, differently. (A row
+    repeated by a join is one distinct row: the alias, as a whole-row struct, tells them apart.)"""
+    key = TABLES_BY_NAME[table].key
+    if not key:
+        return None
+    columns = ", ".join(f"{alias}.{k}" for k in key)
+    n = probe.scalar(f"SELECT count(*) FROM (SELECT {columns} {fw} GROUP BY ALL HAVING count(DISTINCT {alias}) > 1)")
+    return Status.CONFLICTING_EVIDENCE if n else None
+
+
+def _measure_checks(probe: _Probe, fw: str, table: str, alias: str) -> Status | None:
+    if table not in MEASURED:
+        return None
+    value, unit, time_col, item = MEASURED[table]
+    columns = TABLES_BY_NAME[table].column_names
+    if "hadm_id" in columns and time_col:
+        outside = probe.scalar(
+            f"SELECT count(*) FROM (SELECT {alias}.hadm_id AS h, {alias}.{time_col} AS t {fw}) x "
+            f"JOIN admissions ad ON ad.hadm_id = x.h WHERE x.t < ad.admittime - INTERVAL 1 DAY "
+            f"OR x.t > ad.dischtime + INTERVAL 1 DAY")
+        if outside:
+            return Status.INCONSISTENT_RECORD
+    if value and time_col:
+        n = probe.scalar(f"SELECT count(*) FROM (SELECT {alias}.{item}, {alias}.{time_col} {fw} GROUP BY ALL "
+                         f"HAVING count(DISTINCT {alias}.{value}) > 1)")
+        if n:
+            return Status.CONFLICTING_EVIDENCE
+    if unit:
+        # one query: does any row carry a unit other than the one its item is usually recorded in?
+        odd = probe.scalar(
+            f"WITH used AS (SELECT DISTINCT {alias}.{item} AS i, {alias}.{unit} AS u {fw}), "
+            f"usual AS (SELECT {item} AS i, {unit} AS u, row_number() OVER (PARTITION BY {item} "
+            f"ORDER BY count(*) DESC, {unit}) AS r FROM {table} WHERE {item} IN (SELECT i FROM used) "
+            f"AND {unit} IS NOT NULL GROUP BY {item}, {unit}) "
+            f"SELECT count(*) FROM used JOIN usual ON usual.i = used.i AND usual.r = 1 "
+            f"WHERE used.u IS NOT NULL AND used.u <> usual.u")
+        if odd:
+            return Status.UNIT_INCONSISTENCY
+    if value:
         from pipeline.noise.physiology import measured_item
 
-        for item in sorted({r.get(item_col) for r in rows if r.get(item_col) is not None}, key=str):
-            values = [float(r[value_col]) for r in rows if r.get(item_col) == item and r.get(value_col) is not None]
-            if not values:
-                continue
-            known = measured_item(table, item)
-            if known is not None:
-                low, high = known.plausible
-            else:
-                bounds = probe.rows(f"SELECT quantile_cont({value_col}, 0.01), quantile_cont({value_col}, 0.99) "
-                                    f"FROM {table} WHERE {item_col} = {_sql_value(item)}")
-                if not bounds or bounds[0][0] is None:
-                    continue
-                p01, p99 = float(bounds[0][0]), float(bounds[0][1])
-                spread = max(p99 - p01, abs(p99), 1.0)
-                low = p01 - 5 * spread if p01 < 0 else min(0.0, p01)
-                high = p99 + 5 * spread
-            if any(v < low or v > high for v in values):
+        ranges = probe.rows(f"SELECT x.i, min(x.v), max(x.v) FROM (SELECT {alias}.{item} AS i, {alias}.{value} AS v "
+                            f"{fw}) x WHERE x.v IS NOT NULL GROUP BY 1 ORDER BY 1") or []
+        for item_value, low, high in ranges:
+            known = measured_item(table, item_value)
+            if known is not None and (low < known.plausible[0] or high > known.plausible[1]):
                 return Status.IMPLAUSIBLE_VALUE
+        # a negative value of an item the database never records below zero elsewhere
+        negative = probe.scalar(
+            f"WITH seen AS (SELECT {alias}.{item} AS i, count(*) FILTER (WHERE {alias}.{value} < 0) AS n {fw} "
+            f"GROUP BY 1), everywhere AS (SELECT {item} AS i, count(*) FILTER (WHERE {value} < 0) AS n "
+            f"FROM {table} WHERE {item} IN (SELECT i FROM seen) GROUP BY 1) "
+            f"SELECT count(*) FROM seen JOIN everywhere ON everywhere.i = seen.i WHERE seen.n > 0 "
+            f"AND everywhere.n <= seen.n")
+        if negative:
+            return Status.IMPLAUSIBLE_VALUE
+        # items without a physiological range: far above what the database records for the item
+        far = probe.scalar(
+            f"WITH seen AS (SELECT {alias}.{item} AS i, max({alias}.{value}) AS hi {fw} GROUP BY 1), "
+            f"typical AS (SELECT {item} AS i, quantile_cont({value}, 0.99) AS p FROM {table} "
+            f"WHERE {item} IN (SELECT i FROM seen) GROUP BY 1) "
+            f"SELECT count(*) FROM seen JOIN typical ON typical.i = seen.i WHERE typical.p > 0 AND seen.hi > 20 * typical.p")
+        if far:
+            return Status.IMPLAUSIBLE_VALUE
+    return None
+
+
+def _negative_values(probe: _Probe, fw: str, table: str, alias: str) -> Status | None:
+    """A negative value in a column never recorded below zero anywhere else (ages, counts, doses)."""
+    numeric = [c.name for c in TABLES_BY_NAME[table].columns if c.type.upper().startswith(_NUMERIC)
+               and not c.name.endswith(("_id", "itemid", "seq", "seq_num")) and c.name != "row_id"]
+    if not numeric:
+        return None
+    minima = probe.rows(f"SELECT {', '.join(f'min({alias}.{c})' for c in numeric)} {fw}")
+    if not minima:
+        return None
+    for column, low in zip(numeric, minima[0]):
+        if low is not None and low < 0:
+            in_scope = probe.scalar(f"SELECT count(*) FROM (SELECT {alias}.{column} AS v {fw}) x WHERE x.v < 0")
+            anywhere = probe.scalar(f"SELECT count(*) FROM {table} WHERE {column} < 0")
+            if anywhere is not None and in_scope is not None and anywhere <= in_scope:
+                return Status.IMPLAUSIBLE_VALUE
+    return None
+
+
+def _named_slots(plan: Plan) -> list[tuple[str, list[tuple[str, str]]]]:
+    """(slot, [(dictionary table, column), ...]) for each slot naming a thing, from the template catalogue
+    (slot kinds) when the template is registered, else from the slot's name."""
+    kinds = _slot_kinds(plan.template_id)
+    out = []
+    for slot in plan.slots:
+        if kinds is not None:
+            from pipeline.noise.names import NAME_SOURCES
+
+            sources = [s for s in NAME_SOURCES if s.kind == kinds.get(slot)]
+            tables = [s.dictionary if s.dictionary else (s.tables[0], s.name.split(".")[-1]) for s in sources]
+        else:
+            tables = [NAMED_SLOTS[slot]] if slot in NAMED_SLOTS else []
+        if tables:
+            out.append((slot, sorted(set(tables))))
+    return out
+
+
+def _event_sources(slot: str, plan: Plan) -> list[tuple[str, str]]:
+    """(FROM clause with alias ``e``, name expression) of the event tables a named slot is recorded in."""
+    kinds = _slot_kinds(plan.template_id)
+    if kinds is not None:
+        from pipeline.noise.names import NAME_SOURCES
+
+        return [(s.events, s.name) for s in NAME_SOURCES if s.kind == kinds.get(slot)]
+    table, column = NAMED_SLOTS.get(slot, (None, None))
+    return [(f"{table} AS e", f"e.{column}")] if table and not table.startswith("d_") else []
+
+
+def _slot_kinds(template_id: str) -> dict | None:
+    try:
+        from pipeline.templates import registry
+
+        return dict(registry.REGISTRY.get(template_id).slots)
+    except Exception:  # noqa: BLE001 - an unregistered template (or no catalogue): fall back to slot names
         return None
 
 
