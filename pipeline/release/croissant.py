@@ -78,22 +78,31 @@ def _data_type(t: pa.DataType) -> str:
 
 
 def _field(name: str, t: pa.DataType, field_id: str, column: str, steps: tuple[str, ...],
-           descriptions: dict[str, str]) -> dict:
+           descriptions: dict[str, str], in_list: bool = False) -> dict | None:
     """A Croissant field for a column (or a nested part of one, ``steps`` below the column).
 
     Only leaves carry a source. A leaf below the column reads it through one ``jsonPath`` transform
     per level: mlcroissant applies a transform to each element of a list, so the chain
-    ``hide`` -> ``row_id`` turns a patch into the row ids of its hidden rows.
+    ``hide`` -> ``row_id`` turns a patch into the row ids of its hidden rows. A list of structs
+    inside another list (``patch.add[].values[]``) cannot be addressed that way (the transform
+    would meet a list where it expects a struct); it is left out, and its parent says so.
     """
-    out = {"@type": "cr:Field", "@id": field_id, "name": name,
-           "description": descriptions.get(field_id.split("/", 1)[1], name)}
     repeated = pa.types.is_list(t) or pa.types.is_large_list(t)
     item = t.value_type if repeated else t
+    if repeated and in_list and pa.types.is_struct(item):
+        return None
+    out = {"@type": "cr:Field", "@id": field_id, "name": name,
+           "description": descriptions.get(field_id.split("/", 1)[1], name)}
     if repeated:
         out["repeated"] = True
     if pa.types.is_struct(item):
-        out["subField"] = [_field(f.name, f.type, f"{field_id}/{f.name}", column, (*steps, f.name), descriptions)
-                           for f in item]
+        subs = [(f, _field(f.name, f.type, f"{field_id}/{f.name}", column, (*steps, f.name), descriptions,
+                           in_list or repeated)) for f in item]
+        out["subField"] = [sub for _, sub in subs if sub is not None]
+        left_out = [f.name for f, sub in subs if sub is None]
+        if left_out:
+            out["description"] += (f" (Not described here: {', '.join(left_out)}, a list within a list, which "
+                                   f"Croissant 1.0 readers cannot address; read it from the Parquet column.)")
     else:
         out["dataType"] = _data_type(item)
         out["source"] = {"fileSet": {"@id": FILE_SET}, "extract": {"column": column}}

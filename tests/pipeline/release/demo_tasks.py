@@ -20,7 +20,8 @@ import duckdb
 
 from pipeline.patching import patched
 from pipeline.source_db import read_source_info
-from pipeline.task_model import AnswerValue, NamedValue, Outcome, Patch, Proof, RowRef, Task, ValueChange
+from pipeline.task_model import (AddedRow, AnswerValue, ColumnValue, NamedValue, Outcome, Patch, Proof, RowRef, Task,
+                                 ValueChange)
 from pipeline.vocabulary import AnswerType, Intent, Level, NoiseLevel, NoiseType, Status, Variant
 
 FAKE_SUBJECT = 99_999_999
@@ -201,6 +202,20 @@ def _twins(con, mini: Mini, clean: Task, slots: dict) -> list[Task]:
     out.append(_twin(clean, NoiseType.NONEXISTENT_ENTITY, Status.INVALID_PREMISE,
                      question=mini.question.format(**fake_slots), params=(NamedValue(key, fake),),
                      proof=_proof(present == 0, "entity_absent", f"{present} rows of {table} have {column} = {fake}")))
+    # record level: a second measurement at the same time contradicts the one the answer rests on.
+    if mini.value_column and clean.evidence and clean.answer and clean.answer.number is not None:
+        t, col = mini.value_column
+        ref = clean.evidence[0]
+        row = con.execute(f"SELECT * EXCLUDE (row_id) FROM {t} WHERE row_id = ?", [ref.row_id]).fetchone()
+        names = [d[0] for d in con.description]
+        values = {n: (None if v is None else str(v)) for n, v in zip(names, row)}
+        values[col] = repr(clean.answer.number + 1.5)
+        patch = Patch(add=(AddedRow(t, -1, tuple(ColumnValue(n, v) for n, v in values.items())),))
+        with patched(con, patch):
+            after = _run(con, mini, slots)
+        out.append(_twin(clean, NoiseType.CONFLICTING_DUPLICATE, Status.CONFLICTING_EVIDENCE, patch=patch,
+                         params=(NamedValue("value", values[col]),),
+                         proof=_proof(after != clean.answer, "answer_changed", f"gold answer {clean.answer} -> {after}")))
     # value level: the value the answer rests on becomes physiologically impossible.
     if mini.value_column and clean.evidence and clean.answer and clean.answer.number is not None:
         t, col = mini.value_column

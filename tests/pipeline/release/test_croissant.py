@@ -53,6 +53,8 @@ def test_mlcroissant_reads_every_task_with_its_nested_fields(release_dir):
     assert [h["tasks/patch/hide/table"].decode() for h in record["tasks/patch/hide"]] == \
         [h["table"] for h in twin["patch"]["hide"]]
     assert record["tasks/proof"]["tasks/proof/passed"] is True
+    added = frame.filter(pl.col("noise_type") == "conflicting_duplicate").row(0, named=True)
+    assert [a["tasks/patch/add/row_id"] for a in by_id[added["task_id"]]["tasks/patch/add"]] == [-1]
     clean = frame.filter((pl.col("variant") == "clean") & (pl.col("answer_type") == "number")).row(0, named=True)
     outcomes = by_id[clean["task_id"]]["tasks/accepted_outcomes/answer"]["tasks/accepted_outcomes/answer/number"]
     assert outcomes == [o["answer"]["number"] for o in clean["accepted_outcomes"]] == [clean["answer"]["number"]]
