@@ -7,7 +7,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("load", "synth", "eval")
+COMMANDS = ("load", "synth", "eval", "build")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -34,6 +34,7 @@ class Step:
     seconds: float
     failed_checks: tuple[FailedCheck, ...] = ()
     error: str | None = None
+    metadata: dict = field(default_factory=dict)  # the materialization's metadata, as text
 
     @property
     def label(self) -> str:
@@ -51,6 +52,9 @@ class GraphRun:
     @property
     def failed(self) -> Step | None:
         return next((s for s in self.steps if not s.success), None)
+
+    def last(self, asset: str) -> Step | None:
+        return next((s for s in reversed(self.steps) if s.asset == asset), None)
 
 
 def _config_fields(assets_def: dg.AssetsDefinition) -> set[str]:
@@ -113,7 +117,9 @@ def run_graph(defs: dg.Definitions, *, settings: Mapping[str, object], resources
                 messages = [ev.step_failure_data.error.message.strip() for ev in result.get_step_failure_events()
                             if ev.step_failure_data and ev.step_failure_data.error]
                 error = "; ".join(messages) or "the run failed"
-            step = Step(name, partition, result.success, seconds, failed, error)
+            metadata = {k: _text(v) for ev in result.get_asset_materialization_events()
+                        for k, v in ev.materialization.metadata.items()}
+            step = Step(name, partition, result.success, seconds, failed, error, metadata)
             run.steps.append(step)
             note = "ok" if step.success else "FAILED"
             warnings = [c for c in failed if c.severity != dg.AssetCheckSeverity.ERROR.value]

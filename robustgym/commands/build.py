@@ -1,0 +1,123 @@
+"""``robustgym build``: run the whole pipeline, source to release, and say where the release is.
+
+Every asset of the Dagster code location (``assets.definitions``) is materialized in-process, in
+dependency order, with the same checks as in the UI: a failed blocking check stops the build and
+nothing is published. With ``DAGSTER_HOME`` set, the runs are recorded in that instance (and show
+in ``dagster dev``); otherwise in a throwaway one.
+"""
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _setting(text: str) -> tuple[str, object]:
+    import json
+
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    try:
+        return name.strip(), json.loads(value)
+    except json.JSONDecodeError:
+        return name.strip(), value
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "build", help="build a release: source, clean tasks, noisy twins, contracts, publish",
+        description="Run the whole pipeline in-process (the Dagster asset graph, source to release) and "
+                    "print where the release is and its counts. By default on the built-in synthetic "
+                    "MIMIC-IV; --source DIR [DIR ...] builds from your MIMIC-IV download instead.")
+    p.add_argument("--source", nargs="+", default=["synthetic"], metavar="SOURCE",
+                   help="'synthetic' (default) or PhysioNet-layout MIMIC-IV folder(s); later folders supply "
+                        "tables the earlier ones lack")
+    p.add_argument("--allow-missing", action="store_true", help="build from MIMIC-IV folders lacking tables")
+    p.add_argument("--patients", type=_positive, default=1000, metavar="N",
+                   help="synthetic patients (default 1000)")
+    p.add_argument("--seed", type=_non_negative, default=0, metavar="S", help="seed for every stage (default 0)")
+    p.add_argument("--version", default="", metavar="X.Y.Z",
+                   help="release version (default: package version + content digest, e.g. 0.1.0+3fa9c1e0b2d4)")
+    p.add_argument("--data-dir", type=Path, default=Path("data"), help="intermediate stage outputs (default data/)")
+    p.add_argument("--releases-dir", type=Path, default=Path("releases"), help="published releases (default releases/)")
+    p.add_argument("--set", dest="settings", type=_setting, action="append", default=[], metavar="NAME=VALUE",
+                   help="any other asset config field, e.g. --set tasks_per_template=5 (repeatable)")
+    p.set_defaults(run=run)
+
+
+def settings_from(args: argparse.Namespace) -> dict:
+    synthetic = args.source == ["synthetic"]
+    settings = {"kind": "synthetic" if synthetic else "mimic_iv",
+                "mimic_dirs": [] if synthetic else [str(Path(d).resolve()) for d in args.source],
+                "allow_missing": args.allow_missing, "patients": args.patients, "seed": args.seed,
+                "version": args.version}
+    settings.update(dict(args.settings))
+    return settings
+
+
+def run(args: argparse.Namespace, defs=None) -> int:
+    # Dagster and the pipeline are imported here: `robustgym --help` stays quick.
+    import os
+
+    import dagster as dg
+
+    from assets.release.rebuild import run_graph
+    from assets.resources import ProjectPaths
+    from pipeline.vocabulary import AssetName
+    from pipeline.release.manifest import counts_markdown, noise_counts_markdown, read_manifest
+
+    if defs is None:
+        from assets.definitions import defs
+    paths = ProjectPaths(data_dir=str(args.data_dir), releases_dir=str(args.releases_dir))
+    instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
+    say = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
+    started = time.perf_counter()
+    with instance:
+        graph = run_graph(defs, settings=settings_from(args), resources={"paths": paths}, instance=instance,
+                          progress=say)
+    if not graph.success:
+        step = graph.failed
+        print(f"build FAILED at {step.label if step else '(nothing to run)'}: {step.error if step else ''}",
+              file=sys.stderr)
+        for check in step.failed_checks if step else ():
+            print(f"\ncheck {check.asset}.{check.check} ({check.severity}) failed:", file=sys.stderr)
+            for key in ("summary", "tables_failing", "failures", "problems"):
+                if key in check.metadata:
+                    print(check.metadata[key], file=sys.stderr)
+        print("nothing was published", file=sys.stderr)
+        return 1
+    published = graph.last(AssetName.RELEASE.value)
+    if published is None or "path" not in published.metadata:
+        print(f"the graph has no {AssetName.RELEASE.value} asset: nothing was published", file=sys.stderr)
+        return 1
+    release_dir = Path(published.metadata["path"])
+    manifest = read_manifest(release_dir)
+    counts = manifest["counts"]
+    print(counts_markdown(counts))
+    print()
+    print(noise_counts_markdown(counts))
+    print()
+    reused = published.metadata.get("reused") == "True"
+    print(f"release {manifest['version']}: {release_dir}" + (" (unchanged: identical to the published one)" if reused else ""))
+    print(f"tasks: {counts['total']} ({counts['clean']} clean, {counts['noise']} noisy twins); "
+          f"train {counts['by_split']['train']}, validation {counts['by_split']['validation']}, "
+          f"test {counts['by_split']['test']}")
+    print(f"source: {manifest['source']['kind']} {manifest['source']['fingerprint'][:12]}; "
+          f"base database: {manifest['base_database'] or 'not shipped (see README.md)'}; "
+          f"built in {time.perf_counter() - started:.0f} s")
+    return 0
