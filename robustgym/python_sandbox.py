@@ -38,7 +38,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from robustgym.jsonable import to_json
 from robustgym.sql_sandbox import QueryResult, SqlToolError

@@ -4,8 +4,6 @@ every call with an observation, submit ends the episode with the verifier's rewa
 
 import time
 
-import pytest
-
 from robustgym.env import Env, Limits
 from robustgym.sql_sandbox import BASE_CATALOG
 
