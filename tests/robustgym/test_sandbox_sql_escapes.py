@@ -151,8 +151,10 @@ def test_row_id_is_hidden_so_gaps_cannot_reveal_hidden_rows(twin_env):
     "SELECT * FROM '/etc/passwd'",
     "SELECT * FROM read_parquet('tasks/test.parquet')",
     "SELECT * FROM glob('/*')",
+    "SELECT * FROM 'https://example.com/data.csv'",
+    "SELECT * FROM read_csv('s3://bucket/data.csv')",
 ])
-def test_reading_a_local_file_is_refused(twin_env, query):
+def test_reading_a_local_file_or_the_network_is_refused(twin_env, query):
     env, _, count_sql = twin_env
     refused(env, query)
     still_serves_the_twin(env, count_sql)
@@ -216,6 +218,7 @@ def test_the_lockdown_holds_even_for_a_statement_that_skipped_the_syntax_check(t
     env, _, _ = twin_env
     con = env._episode.db._con
     for statement in ("SELECT * FROM read_csv('/etc/passwd')", "COPY (SELECT 1) TO '/tmp/robustgym-leak.csv'",
+                      "SELECT * FROM read_csv('https://example.com/data.csv')",
                       "ATTACH '/tmp/robustgym-other.duckdb' AS other", "LOAD httpfs", "INSTALL httpfs"):
         with pytest.raises(duckdb.PermissionException):
             con.execute(statement)
