@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
+from types import MappingProxyType
 
 import duckdb
 
@@ -142,12 +143,16 @@ class Template:
         problems = self._problems()
         if problems:
             raise TemplateError(f"template {self.id!r}: " + "; ".join(problems))
-        object.__setattr__(self, "slots", dict(self.slots))
+        object.__setattr__(self, "slots", MappingProxyType(dict(self.slots)))  # read-only, like the rest
         object.__setattr__(self, "paraphrases", tuple(self.paraphrases))
         object.__setattr__(self, "guards", tuple(self.guards))
         if self.answer_type is AnswerType.NUMBER and self.tolerance is None:
             object.__setattr__(self, "tolerance", 10.0 ** -self.decimals)
         object.__setattr__(self, "tables", self._read_tables())
+
+    def __hash__(self) -> int:
+        # Ids are unique in the registry; hashing by id lets templates key dicts and sets.
+        return hash(self.id)
 
     # ------------------------------------------------------------ declaration checks
 
