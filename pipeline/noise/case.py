@@ -1,0 +1,193 @@
+"""What an injector sees of one clean task: the task, its template, its evidence rows, the database.
+
+``CleanCase`` bundles a clean task with the template that produced it and the evidence rows read
+back from the source database (as Python values, keyed by table). ``SourceLookup`` answers the
+questions injectors ask of the source database (the largest id of an entity, the values a column
+takes, whether a value exists) and caches them, so building thousands of twins queries each fact
+once over one connection.
+"""
+
+import json
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Protocol
+
+import duckdb
+
+from pipeline.schema import ROW_ID, table
+from pipeline.task_model import Task
+from pipeline.vocabulary import AnswerType, Intent, Level, SlotKind
+
+
+class MeasureLike(Protocol):
+    table: str
+    value_column: str
+    unit_column: str | None
+
+
+class TemplateLike(Protocol):
+    """The part of a template the noise stage relies on (docs/architecture.md, "Templates")."""
+
+    id: str
+    intent: Intent
+    level: Level
+    answer_type: AnswerType
+    tables: Sequence[str]
+    slots: Mapping[str, SlotKind]
+    measure: MeasureLike | None
+    decimals: int
+
+    def render_question(self, slots: dict[str, str], paraphrase: int) -> str: ...
+
+    def render_sql(self, slots: dict[str, str]) -> str: ...
+
+    def render_evidence_sql(self, slots: dict[str, str]) -> str: ...
+
+
+def measure_of(template: TemplateLike) -> tuple[str, str, str | None] | None:
+    """``(table, value_column, unit_column)`` of the value the template's answer rests on, or None."""
+    m = getattr(template, "measure", None)
+    if m is None:
+        return None
+    return (m.table, m.value_column, m.unit_column)
+
+
+def sql_text(value: Any) -> str | None:
+    """A database value as patch text (None stays None)."""
+    if value is None:
+        return None
+    if isinstance(value, float):
+        return repr(value)  # round-trips exactly through CAST(... AS DOUBLE)
+    return str(value)
+
+
+@dataclass
+class CleanCase:
+    task: Task
+    template: TemplateLike
+    # table -> evidence rows of that table (column -> value, row_id included), in row_id order
+    evidence: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    @cached_property
+    def slots(self) -> dict[str, str]:
+        return {s.name: s.value for s in self.task.slots}
+
+    @cached_property
+    def slot_kinds(self) -> dict[str, SlotKind]:
+        return {name: SlotKind(kind) for name, kind in self.template.slots.items()}
+
+    def slots_of(self, *kinds: SlotKind) -> list[str]:
+        """Slot names of the given kinds, in the template's order."""
+        return [name for name, kind in self.slot_kinds.items() if kind in kinds and name in self.slots]
+
+    @property
+    def evidence_size(self) -> int:
+        return sum(len(rows) for rows in self.evidence.values())
+
+    def evidence_rows(self, table_name: str) -> list[dict[str, Any]]:
+        return self.evidence.get(table_name, [])
+
+
+def read_evidence(con: duckdb.DuckDBPyConnection, tasks: Sequence[Task]) -> dict[str, dict[str, list[dict]]]:
+    """Every task's evidence rows, read from the source tables in one scan per table.
+
+    Returns task id -> table -> rows (column -> value, ``row_id`` included) in ``row_id`` order.
+    """
+    wanted: dict[str, set[int]] = defaultdict(set)
+    for task in tasks:
+        for ref in task.evidence:
+            wanted[ref.table].add(ref.row_id)
+    rows_by_table: dict[str, dict[int, dict[str, Any]]] = {}
+    for name in sorted(wanted):
+        table(name)  # an unknown table in a task's evidence is named in the error
+        cur = con.execute(f'SELECT * FROM main."{name}" WHERE {ROW_ID} IN (SELECT unnest(?))', [sorted(wanted[name])])
+        cols = [d[0] for d in cur.description]
+        rows_by_table[name] = {r[ROW_ID]: r for r in (dict(zip(cols, values)) for values in cur.fetchall())}
+    out: dict[str, dict[str, list[dict]]] = {}
+    for task in tasks:
+        evidence: dict[str, list[dict]] = defaultdict(list)
+        for ref in sorted(task.evidence, key=lambda r: (r.table, r.row_id)):
+            row = rows_by_table[ref.table].get(ref.row_id)
+            if row is None:
+                raise ValueError(f"task {task.task_id}: evidence row {ref.row_id} not found in table {ref.table!r} "
+                                 "(was the task extracted from another database?)")
+            evidence[ref.table].append(row)
+        out[task.task_id] = dict(evidence)
+    return out
+
+
+class SourceLookup:
+    """Cached facts about the source database that injectors draw values from."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection):
+        self.con = con
+        self._cache: dict[tuple, Any] = {}
+        self.memo: dict[tuple, Any] = {}  # derived values (sets of names, ...) other modules cache here
+        self._tables = {r[0] for r in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
+            "AND schema_name = 'main'").fetchall()}
+
+    def has_table(self, name: str) -> bool:
+        return name in self._tables
+
+    def _cached(self, key: tuple, sql: str, params: list | None = None) -> list[tuple]:
+        if key not in self._cache:
+            self._cache[key] = self.con.execute(sql, params or []).fetchall()
+        return self._cache[key]
+
+    def id_range(self, table_name: str, column: str) -> tuple[int, int]:
+        (lo, hi), = self._cached(("range", table_name, column),
+                                 f'SELECT min("{column}"), max("{column}") FROM main."{table_name}"')
+        return int(lo or 0), int(hi or 0)
+
+    def exists(self, table_name: str, column: str, value: Any) -> bool:
+        rows = self.con.execute(f'SELECT 1 FROM main."{table_name}" WHERE "{column}" = ? LIMIT 1',
+                                [value]).fetchall()
+        return bool(rows)
+
+    def distinct_values(self, table_name: str, column: str, *, where: str = "", limit: int = 2000) -> list:
+        """Distinct non-null values of a column, in sorted order (deterministic), at most ``limit``."""
+        cond = f"WHERE \"{column}\" IS NOT NULL{(' AND ' + where) if where else ''}"
+        rows = self._cached(("distinct", table_name, column, where, limit),
+                            f'SELECT DISTINCT "{column}" FROM main."{table_name}" {cond} '
+                            f'ORDER BY 1 LIMIT {int(limit)}')
+        return [r[0] for r in rows]
+
+    def column_min(self, table_name: str, column: str, where: str) -> float | None:
+        """The smallest value of ``column`` read as a number (omr keeps numbers as text)."""
+        rows = self._cached(("min", table_name, column, where),
+                            f'SELECT min(TRY_CAST("{column}" AS DOUBLE)) FROM main."{table_name}" WHERE {where}')
+        return rows[0][0]
+
+    def referenced_columns(self, key: str, sql: str) -> tuple[frozenset[str], frozenset[str]]:
+        """Column names a query reads, from DuckDB's parser: (in its select list, anywhere).
+
+        Columns in the select list are what the answer is computed from; the others only filter or
+        join rows.
+        """
+        if ("columns", key) not in self.memo:
+            tree = json.loads(self.con.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()[0])
+            statements = tree.get("statements") or [{}]
+            select_list = statements[0].get("node", {}).get("select_list", [])
+            self.memo[("columns", key)] = (_column_refs(select_list), _column_refs(tree))
+        return self.memo[("columns", key)]
+
+    def query(self, key: tuple, sql: str, params: list | None = None) -> list[tuple]:
+        """Any read-only lookup, cached under ``key``."""
+        return self._cached(("query",) + key, sql, params)
+
+
+def _column_refs(tree: Any) -> frozenset[str]:
+    found: set[str] = set()
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("class") == "COLUMN_REF":
+                found.add(node["column_names"][-1])
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return frozenset(found)

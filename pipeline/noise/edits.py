@@ -1,0 +1,81 @@
+"""Building blocks of patches: change a value (and its text twin), copy a row, find a dangling id.
+
+Injectors compose these; each returns patch parts addressed by ``(table, row_id)`` of the source
+database, with values as text (docs/architecture.md, "Patch format").
+"""
+
+import math
+from random import Random
+from typing import Any
+
+from pipeline.noise.case import CleanCase, SourceLookup, sql_text
+from pipeline.noise.row_roles import ENTITY_OF_SLOT, roles
+from pipeline.schema import ROW_ID, table
+from pipeline.task_model import AddedRow, ColumnValue, RowRef, ValueChange
+
+NUMERIC_TYPES = ("DOUBLE", "REAL", "INTEGER", "SMALLINT", "BIGINT")
+
+
+def entity_tables(case: CleanCase) -> set[str]:
+    """Tables whose row *is* an entity the question names (the patient, admission or stay)."""
+    return {ENTITY_OF_SLOT[kind][0] for kind in case.slot_kinds.values() if kind in ENTITY_OF_SLOT}
+
+
+def fact_tables(case: CleanCase) -> list[str]:
+    """Evidence tables holding facts about the named entities (not dictionaries, not the entities)."""
+    skip = entity_tables(case)
+    return [name for name in sorted(case.evidence)
+            if not table(name).dictionary and name not in skip]
+
+
+def is_numeric(table_name: str, column: str) -> bool:
+    return table(table_name).column(column).type.upper() in NUMERIC_TYPES
+
+
+def as_number(value: Any) -> float | None:
+    """A stored value as a finite float (omr keeps numbers as text), else None."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def row_ref(table_name: str, row: dict) -> RowRef:
+    return RowRef(table_name, int(row[ROW_ID]))
+
+
+def set_value(table_name: str, row: dict, column: str, text: str | None) -> tuple[ValueChange, ...]:
+    """Change ``column`` of ``row`` and keep its text rendering (labevents.value, ...) in step."""
+    rid = int(row[ROW_ID])
+    changes = [ValueChange(table_name, rid, column, text)]
+    mirror = roles(table_name).mirror_of(column)
+    if mirror is not None:
+        changes.append(ValueChange(table_name, rid, mirror, text))
+    return tuple(changes)
+
+
+def copy_row(table_name: str, row: dict, new_row_id: int, changes: dict[str, str | None]) -> AddedRow:
+    """A new row (negative ``row_id``) with ``row``'s values except ``changes``."""
+    t = table(table_name)
+    values = tuple(ColumnValue(c, changes[c] if c in changes else sql_text(row.get(c))) for c in t.column_names)
+    return AddedRow(table_name, new_row_id, values)
+
+
+def dangling_id(lookup: SourceLookup, entity_table: str, column: str, rng: Random) -> int:
+    """An id shaped like the real ones (same number of digits) that the entity table does not hold."""
+    lo, hi = lookup.id_range(entity_table, column)
+    lo, hi = max(lo, 1), max(hi, lo + 10)
+    for _ in range(200):
+        candidate = rng.randint(lo, hi)
+        if not lookup.exists(entity_table, column, candidate):
+            return candidate
+    return hi + rng.randint(1, 9999)  # a dense id range: step past its end
+
+
+def pick(rows: list, k: int, rng: Random) -> list:
+    """Up to ``k`` of ``rows`` in a seeded order (cost O(k), not O(len(rows)))."""
+    rows = list(rows)
+    return rng.sample(rows, min(k, len(rows)))

@@ -1,0 +1,180 @@
+"""Proof of effect: a twin is published only if its noise changes what the evidence supports.
+
+Record and value level: the clean task's gold SQL is re-run on the twin's database (the patch laid
+over the source as temporary views, ``pipeline.patching.patched``) and must no longer return the
+clean answer; and the patch must touch nothing outside the evidence it targets (hidden and updated
+rows are clean evidence rows; added rows copy an evidence row's patient, time and item). Query
+level: counts on the unchanged database must show the changed question's premise false or its
+reference ambiguous (``PremiseFact``), and the re-rendered gold SQL is run and its result recorded.
+
+The proof runs real SQL on one DuckDB connection and records what it saw in ``Proof.detail``, so a
+reader can re-run it. Whatever it cannot prove is a ``DropReason``, counted by the builder.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+from pipeline.answers import DEFAULT_DECIMALS, Problem, Unanswerable, answer_text, answers_match, normalise
+from pipeline.noise.case import CleanCase, sql_text
+from pipeline.noise.registry import Draft, DropReason, Effect, PremiseFact
+from pipeline.noise.row_roles import conflict_key
+from pipeline.patching import patched
+from pipeline.task_model import AnswerValue, Patch, Proof
+from pipeline.vocabulary import AnswerType, ProofCheck
+
+
+@dataclass(frozen=True)
+class Observed:
+    """The gold SQL's result on some database state: an answer, or the problem that prevents one."""
+
+    answer: AnswerValue | None
+    problem: Problem | None = None
+
+    def text(self, answer_type: AnswerType) -> str:
+        if self.answer is not None:
+            return answer_text(answer_type, self.answer)
+        return f"no answer ({self.problem})"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A proof's result: the Proof to store and what was observed, or why the draft is dropped."""
+
+    proof: Proof | None
+    effect: Effect | None
+    dropped: DropReason | None = None
+    why: str = ""
+
+
+def decimals_of(case: CleanCase) -> int:
+    return int(getattr(case.template, "decimals", DEFAULT_DECIMALS))
+
+
+def literal(value: Any) -> str:
+    """A Python value as a SQL literal for premise queries stored in a proof."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return repr(value)
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def scope_problems(case: CleanCase, patch: Patch) -> list[str]:
+    """Where ``patch`` reaches beyond the clean evidence (empty when it stays inside)."""
+    evidence = {(r.table, r.row_id) for r in case.task.evidence}
+    problems = [f"hides {r.table} row {r.row_id}, not an evidence row"
+                for r in patch.hide if (r.table, r.row_id) not in evidence]
+    problems += [f"changes {u.table} row {u.row_id}, not an evidence row"
+                 for u in patch.update if (u.table, u.row_id) not in evidence]
+    for added in patch.add:
+        if added.row_id >= 0:
+            problems.append(f"adds {added.table} row {added.row_id}: added rows need a negative row_id")
+            continue
+        given = {cv.column: cv.value for cv in added.values}
+        keys = [c for c in conflict_key(added.table) if c in given]
+        if not keys:
+            problems.append(f"adds a {added.table} row without patient, time or item")
+            continue
+        copies = any(all(sql_text(row.get(c)) == given[c] for c in keys)
+                     for row in case.evidence_rows(added.table))
+        if not copies:
+            problems.append(f"adds a {added.table} row whose {', '.join(keys)} match no evidence row")
+    return problems
+
+
+class Prover:
+    """Runs proofs on one connection to the source database."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection):
+        self.con = con
+        # Looked up once: patched() would otherwise ask for it on every application.
+        self.catalog = con.execute("SELECT current_database()").fetchone()[0]
+
+    def run_gold(self, sql: str, answer_type: AnswerType, decimals: int, patch: Patch | None = None) -> Observed:
+        """Execute ``sql`` (under ``patch`` if given) and normalise its rows as ``answer_type``."""
+        if patch is not None and not patch.is_empty:
+            with patched(self.con, patch, self.catalog):
+                rows = self.con.execute(sql).fetchall()
+        else:
+            rows = self.con.execute(sql).fetchall()
+        try:
+            return Observed(normalise(answer_type, rows, decimals=decimals))
+        except Unanswerable as exc:
+            return Observed(None, exc.problem)
+
+    def answer_under(self, case: CleanCase, patch: Patch) -> AnswerValue | None:
+        """The clean task's gold answer on the database as ``patch`` leaves it (None: no answer)."""
+        t = case.task
+        return self.run_gold(t.gold_sql, t.answer_type, decimals_of(case), patch).answer
+
+    @staticmethod
+    def same_answer(case: CleanCase, answer: AnswerValue | None) -> bool:
+        t = case.task
+        return answer is not None and t.answer is not None and answers_match(
+            t.answer_type, t.answer, answer, tolerance=t.tolerance, unit=t.unit)
+
+    def data_noise(self, case: CleanCase, draft: Draft) -> Verdict:
+        """Record/value level: the gold SQL no longer returns the clean answer under the patch."""
+        t = case.task
+        if draft.patch.is_empty:
+            return Verdict(None, None, DropReason.NO_CANDIDATE, "empty patch")
+        outside = scope_problems(case, draft.patch)
+        if outside:
+            return Verdict(None, None, DropReason.PATCH_OUTSIDE_EVIDENCE, "; ".join(outside[:3]))
+        try:
+            observed = self.run_gold(t.gold_sql, t.answer_type, decimals_of(case), draft.patch)
+        except duckdb.Error as exc:
+            return Verdict(None, None, DropReason.GOLD_SQL_FAILED, str(exc).splitlines()[0])
+        if self.same_answer(case, observed.answer):
+            return Verdict(None, None, DropReason.ANSWER_UNCHANGED, f"still {observed.text(t.answer_type)}")
+        p = draft.patch
+        clean = answer_text(t.answer_type, t.answer) if t.answer is not None else "none"
+        detail = (f"gold SQL re-run under the patch: clean answer {clean} -> {observed.text(t.answer_type)}; "
+                  f"the patch hides {len(p.hide)}, changes {len(p.update)} value(s), adds {len(p.add)} row(s), "
+                  f"all within the clean evidence ({len(t.evidence)} rows)")
+        return Verdict(Proof(ProofCheck.ANSWER_CHANGED.value, True, detail),
+                       Effect(t.answer, observed.answer, observed.problem))
+
+    def premise(self, case: CleanCase, draft: Draft, check: ProofCheck, gold_sql: str) -> Verdict:
+        """Query level: every premise fact holds on the (unchanged) database."""
+        t = case.task
+        if not draft.premise:
+            return Verdict(None, None, DropReason.NO_CANDIDATE, "no premise to check")
+        seen = []
+        for fact in draft.premise:
+            try:
+                n = self.distinct_answers(case, fact) if fact.answers else self.count(fact.sql)
+            except duckdb.Error as exc:
+                return Verdict(None, None, DropReason.GOLD_SQL_FAILED, f"{fact.claim}: {str(exc).splitlines()[0]}")
+            if not fact.holds(n):
+                return Verdict(None, None, DropReason.PREMISE_HOLDS,
+                               f"{fact.claim}: {n} (needed {fact.op} {fact.value})")
+            seen.append(f"{fact.claim}: {n}")
+        try:
+            observed = self.run_gold(gold_sql, t.answer_type, decimals_of(case))
+        except duckdb.Error as exc:
+            return Verdict(None, None, DropReason.GOLD_SQL_FAILED, str(exc).splitlines()[0])
+        detail = "; ".join(seen) + f"; the re-rendered gold SQL gives {observed.text(t.answer_type)}"
+        return Verdict(Proof(check.value, True, detail), Effect(t.answer, observed.answer, observed.problem))
+
+    def count(self, sql: str) -> int:
+        (value,), = self.con.execute(sql).fetchall()
+        return int(value or 0)
+
+    def distinct_answers(self, case: CleanCase, fact: PremiseFact) -> int:
+        """How many different answers the fact's gold SQLs give (no answer is not an answer).
+
+        Stops once the count reaches what the fact needs: the rest cannot make it fail.
+        """
+        t = case.task
+        found: list[AnswerValue] = []
+        for sql in fact.answers:
+            answer = self.run_gold(sql, t.answer_type, decimals_of(case)).answer
+            if answer is not None and not any(
+                    answers_match(t.answer_type, a, answer, tolerance=t.tolerance, unit=t.unit) for a in found):
+                found.append(answer)
+                if fact.op == ">=" and len(found) >= fact.value:
+                    break
+        return len(found)

@@ -1,0 +1,252 @@
+"""Record-level noise: the question stays, rows of the task's database disappear, appear or drift.
+
+- ``missing_evidence`` hides the fact rows the answer rests on. Only a twin whose gold SQL then gives
+  no answer at all is kept: hiding the rows a count rests on leaves a valid count of 0, which is not
+  missing evidence (dropped as ``answer_still_defined``).
+- ``conflicting_duplicate`` adds a copy of an evidence row (same patient, time and item; a fresh
+  surrogate id, as a second charting would get) with a different value in a fact column.
+- ``orphaned_record`` detaches evidence rows: a link (stay, admission, patient) is set to an id that
+  does not exist, or the row's times are moved past the end of its admission or stay. Patient-level
+  twins detach all of the table's evidence rows (so ``no_evidence`` is also right when nothing is
+  left); population-level twins detach the rows of one cohort member (the stay, admission or patient
+  with the fewest evidence rows), which takes that member out of the answer.
+
+Rows of the entities a question names (the patient, admission or stay row itself) are never hidden
+or detached: without them the question's premise fails, which is query-level noise.
+"""
+
+from collections.abc import Iterator
+from datetime import date, datetime, timedelta
+from random import Random
+
+from pipeline.noise.case import CleanCase, SourceLookup, measure_of, sql_text
+from pipeline.noise.edits import as_number, copy_row, dangling_id, entity_tables, fact_tables, is_numeric, pick, \
+    row_ref
+from pipeline.noise.physiology import format_value, measured_item
+from pipeline.noise.registry import AnswerUnder, Applicability, Draft, DropReason, Effect, Injector, register
+from pipeline.noise.row_roles import LINK_COLUMNS, conflict_key, roles
+from pipeline.schema import ROW_ID, table
+from pipeline.task_model import NamedValue, Outcome, Patch, ValueChange
+from pipeline.vocabulary import Level, NoiseType, Operation, SlotKind, Status
+
+ROWS_PER_TWIN_POPULATION = 1
+ALTERNATIVES_PER_ROW = 2  # distinct replacement values tried per duplicated row
+
+
+def _params(**kw) -> tuple[NamedValue, ...]:
+    return tuple(NamedValue(k, str(v)) for k, v in kw.items())
+
+
+@register
+class MissingEvidence(Injector):
+    noise_type = NoiseType.MISSING_EVIDENCE
+    status = Status.NO_EVIDENCE
+    applies = Applicability(
+        operations=frozenset(Operation) - {Operation.COUNT, Operation.EXISTENCE},
+        note="a count or a yes/no question over absent rows has a valid answer (0, no): not missing evidence")
+
+    def drafts(self, case: CleanCase, lookup: SourceLookup, rng: Random) -> Iterator[Draft]:
+        tables = fact_tables(case)
+        groups = [tables] + ([[t] for t in tables] if len(tables) > 1 else [])
+        for group in groups:
+            refs = tuple(row_ref(t, r) for t in group for r in case.evidence_rows(t))
+            yield Draft(_params(tables="+".join(group), hidden_rows=len(refs)), self.status,
+                        patch=Patch(hide=refs), key="+".join(group))
+
+    def accepted(self, case, draft, effect: Effect, answer_under: AnswerUnder):
+        if not effect.no_answer:
+            return DropReason.ANSWER_STILL_DEFINED
+        return (Outcome(Status.NO_EVIDENCE),)
+
+
+def _numeric_alternatives(table_name: str, row: dict, column: str, rng: Random) -> list[str]:
+    value = as_number(row.get(column))
+    if value is None:
+        return []
+    integer = not table(table_name).column(column).type.upper() in ("DOUBLE", "REAL")
+    item = roles(table_name).item
+    measured = measured_item(table_name, row.get(item[0])) if item else None
+    out = []
+    for factor in rng.sample([1.3, 0.7, 1.6, 0.45], 4):
+        new = value * factor if value else factor * 10
+        if measured is not None:
+            lo, hi = measured.plausible
+            new = min(max(new, lo), hi)  # a conflicting value a monitor could really have charted
+        text = str(round(new)) if integer else format_value(round(new, 2) if abs(new) >= 1 else new)
+        if text != sql_text(value) and as_number(text) != value and text not in out:
+            out.append(text)
+    return out
+
+
+def _text_alternatives(lookup: SourceLookup, table_name: str, row: dict, column: str, rng: Random) -> list[str]:
+    value = row.get(column)
+    kind = table(table_name).column(column).type.upper()
+    if kind in ("TIMESTAMP", "DATE"):
+        if not isinstance(value, (datetime, date)):
+            return []
+        return [sql_text(value + timedelta(days=rng.choice([-3, -2, 2, 3]), hours=rng.randint(1, 11)))
+                if kind == "TIMESTAMP" else sql_text(value + timedelta(days=rng.choice([-3, 3])))]
+    # Another value the column really takes (another ICD code of the same version, another unit...).
+    where = ""
+    if table_name in ("diagnoses_icd", "procedures_icd") and row.get("icd_version") is not None:
+        where = f"icd_version = {int(row['icd_version'])}"
+    values = [v for v in lookup.distinct_values(table_name, column, where=where, limit=400) if v != value]
+    return [sql_text(v) for v in pick(values, ALTERNATIVES_PER_ROW, rng)]
+
+
+@register
+class ConflictingDuplicate(Injector):
+    noise_type = NoiseType.CONFLICTING_DUPLICATE
+    status = Status.CONFLICTING_EVIDENCE
+    applies = Applicability(
+        excluded=frozenset((Level.POPULATION, op) for op in (Operation.COUNT, Operation.EXISTENCE, Operation.TOP_N,
+                                                              Operation.RETRIEVAL)),
+        note="needs an evidence row with a fact column; a cohort count or ranking counts each patient, admission "
+             "or stay once however many rows it has, so a duplicated row changes nothing there")
+
+    def drafts(self, case: CleanCase, lookup: SourceLookup, rng: Random) -> Iterator[Draft]:
+        if _counts_nothing(case):
+            return
+        answer_cols, read_cols = lookup.referenced_columns(case.task.template_id, case.task.gold_sql)
+        rank = _column_rank(answer_cols, read_cols)
+        candidates: list[tuple[str, dict, str]] = []
+        for name in sorted(case.evidence):
+            if table(name).dictionary:
+                continue
+            columns = sorted(_conflict_columns(case, name), key=rank)
+            rows = pick(case.evidence_rows(name), 4, rng)
+            candidates += [(name, row, col) for row in rows for col in columns[:3] if row.get(col) is not None]
+        entities = entity_tables(case)
+        candidates = pick(candidates, len(candidates), rng)
+        # Stable sort, seeded order within: columns the answer is computed from first, columns that only
+        # filter rows last (a duplicate that disagrees there drops out of the answer's rows); the entity
+        # rows themselves after fact rows (a duplicated admission is a stranger conflict than a lab).
+        candidates.sort(key=lambda c: (c[0] in entities, rank(c[2])))
+        surrogate_next: dict[tuple[str, str], int] = {}
+        for name, row, col in candidates:
+            if is_numeric(name, col):
+                alternatives = _numeric_alternatives(name, row, col, rng)
+            else:
+                alternatives = _text_alternatives(lookup, name, row, col, rng)
+            for new in alternatives[:ALTERNATIVES_PER_ROW]:
+                changes = {col: new}
+                mirror = roles(name).mirror_of(col)
+                if mirror:
+                    changes[mirror] = new
+                for sid in roles(name).surrogate:
+                    key = (name, sid)
+                    if key not in surrogate_next:
+                        surrogate_next[key] = lookup.id_range(name, sid)[1] + 1
+                    changes[sid] = str(surrogate_next[key])
+                    surrogate_next[key] += 1
+                added = copy_row(name, row, -1, changes)
+                yield Draft(_params(table=name, copied_row_id=row[ROW_ID], column=col,
+                                    original=sql_text(row[col]), duplicate=new),
+                            self.status, patch=Patch(add=(added,)), key=f"{name}:{row[ROW_ID]}:{col}:{new}")
+
+
+def _conflict_columns(case: CleanCase, name: str) -> list[str]:
+    """Columns a duplicate of a ``name`` row may disagree on (the measured value, else its facts)."""
+    r = roles(name)
+    measure = measure_of(case.template)
+    if measure and measure[0] == name:
+        return [measure[1]]  # the value the answer rests on: nothing else is worth a conflict
+    keys = set(conflict_key(name)) | set(r.surrogate)
+    facts = list(r.facts) + ([c for c in r.time if c not in r.facts] if r.entity else [])
+    return [c for c in facts if c not in keys]
+
+
+def _column_rank(answer_cols: frozenset[str], read_cols: frozenset[str]):
+    return lambda col: 0 if col in answer_cols else (2 if col in read_cols else 1)
+
+
+def _counts_nothing(case: CleanCase) -> bool:
+    """A count or yes/no whose evidence is only the anchor row (a zero, a 'no'): no row to duplicate."""
+    op = getattr(case.template, "operation", None)
+    return op in (Operation.COUNT, Operation.EXISTENCE) and not fact_tables(case)
+
+
+def _smallest_group(rows: list[dict], link_cols: list[str], rng: Random) -> list[dict]:
+    """The evidence rows of one cohort member (a stay, admission or patient) with the fewest rows.
+
+    Detaching all of one member's rows takes that member out of the cohort's answer; one row of a
+    member with many would change nothing.
+    """
+    for col in link_cols:
+        groups: dict = {}
+        for r in rows:
+            if r.get(col) is not None:
+                groups.setdefault(r[col], []).append(r)
+        if groups:
+            fewest = min(len(g) for g in groups.values())
+            smallest = sorted(k for k, g in groups.items() if len(g) == fewest)
+            return groups[rng.choice(smallest)]
+    return pick(rows, ROWS_PER_TWIN_POPULATION, rng)
+
+
+def _time_shift(lookup: SourceLookup, name: str, rows: list[dict]) -> timedelta | None:
+    """A shift that moves every row past the end of the admission (or stay) it is linked to."""
+    times = [r[c] for r in rows for c in roles(name).time[:1] if isinstance(r.get(c), (datetime, date))]
+    if not times:
+        return None
+    ends = []
+    for link, entity, end_col in (("stay_id", "icustays", "outtime"), ("hadm_id", "admissions", "dischtime")):
+        ids = sorted({r[link] for r in rows if r.get(link) is not None})
+        if ids and link in table(name).column_names:
+            ends += [e for (e,) in lookup.query(
+                ("end", entity, tuple(ids)),
+                f'SELECT max("{end_col}") FROM main."{entity}" WHERE "{link}" IN (SELECT unnest(?))', [ids])
+                if e is not None]
+            break
+    if not ends:
+        return None
+    start = min(t if isinstance(t, datetime) else datetime(t.year, t.month, t.day) for t in times)
+    return (max(ends) - start) + timedelta(days=30)
+
+
+def _shifted(value, shift: timedelta):
+    if isinstance(value, datetime):
+        return value + shift
+    if isinstance(value, date):
+        return value + timedelta(days=shift.days + 1)
+    return value
+
+
+@register
+class OrphanedRecord(Injector):
+    noise_type = NoiseType.ORPHANED_RECORD
+    status = Status.INCONSISTENT_RECORD
+    applies = Applicability(note="needs evidence rows that link to a patient, admission or stay")
+
+    def drafts(self, case: CleanCase, lookup: SourceLookup, rng: Random) -> Iterator[Draft]:
+        named = case.slot_kinds.values()
+        # Detach from what the question scopes by first: that is the link an answer follows.
+        link_order = sorted(LINK_COLUMNS, key=lambda lc: {"stay_id": SlotKind.ICU_STAY, "hadm_id": SlotKind.ADMISSION,
+                                                          "subject_id": SlotKind.SUBJECT}[lc[0]] not in named)
+        for name in fact_tables(case):
+            t = table(name)
+            links = [(col, entity) for col, entity in link_order
+                     if t.links.get(col) == entity and col in t.column_names and entity != name]
+            rows = case.evidence_rows(name)
+            if case.task.level is Level.POPULATION and links:
+                rows = _smallest_group(rows, [c for c, _ in links], rng)
+            for col, entity in links:
+                if not any(r.get(col) is not None for r in rows):
+                    continue
+                bad = dangling_id(lookup, entity, col, rng)
+                changes = tuple(ValueChange(name, int(r[ROW_ID]), col, str(bad)) for r in rows)
+                yield Draft(_params(table=name, how="dangling_link", column=col, dangling_id=bad,
+                                    rows=len(rows)), self.status, patch=Patch(update=changes),
+                            key=f"{name}:{col}")
+            shift = _time_shift(lookup, name, rows) if roles(name).time else None
+            if shift is not None:
+                changes = tuple(ValueChange(name, int(r[ROW_ID]), c, sql_text(_shifted(r[c], shift)))
+                                for r in rows for c in roles(name).time if r.get(c) is not None)
+                yield Draft(_params(table=name, how="time_outside_stay", shift_days=shift.days, rows=len(rows)),
+                            self.status, patch=Patch(update=changes), key=f"{name}:time")
+
+    def accepted(self, case, draft, effect: Effect, answer_under: AnswerUnder):
+        outcomes = [Outcome(Status.INCONSISTENT_RECORD)]
+        if effect.no_answer:
+            outcomes.append(Outcome(Status.NO_EVIDENCE))
+        return tuple(outcomes)

@@ -1,0 +1,117 @@
+"""Which column of a MIMIC-IV table plays which role for noise: item, time, value text, surrogate id.
+
+The schema (``pipeline/schema.py``) says what the columns are; this module says what an injector
+may do with them. A conflicting duplicate keeps a row's patient, time and item and changes a fact;
+an orphaned record moves a row's link or time; a value change keeps a row's text rendering of the
+value in step with the number. Declared once here so that no injector guesses by column name.
+"""
+
+from dataclasses import dataclass
+
+from pipeline.schema import TABLES_BY_NAME, table
+from pipeline.vocabulary import SlotKind
+
+
+@dataclass(frozen=True)
+class RowRoles:
+    # Columns naming what was measured or given (the "item" of a conflicting duplicate).
+    item: tuple[str, ...] = ()
+    # Time columns, first one is the event time; all are shifted together when a row is moved in time.
+    time: tuple[str, ...] = ()
+    # Columns holding a fact an answer can rest on; a conflicting duplicate changes one of them.
+    facts: tuple[str, ...] = ()
+    # value column -> text column rendering the same value (kept in step when the value changes).
+    mirrors: tuple[tuple[str, str], ...] = ()
+    # Integer ids unique per row: a duplicate gets a fresh one, as a second measurement would.
+    surrogate: tuple[str, ...] = ()
+    # The row describes an entity (an admission, a stay, a transfer): its times are facts about it,
+    # not part of what identifies it, so a conflicting duplicate may disagree on them.
+    entity: bool = False
+
+    def mirror_of(self, column: str) -> str | None:
+        return dict(self.mirrors).get(column)
+
+
+ROW_ROLES: dict[str, RowRoles] = {
+    "patients": RowRoles(facts=("gender", "anchor_age", "dod"), entity=True),
+    "admissions": RowRoles(
+        time=("admittime", "dischtime"),
+        facts=("admission_type", "admission_location", "discharge_location", "insurance", "language",
+               "marital_status", "race", "dischtime", "hospital_expire_flag"), entity=True),
+    "transfers": RowRoles(time=("intime", "outtime"), facts=("careunit", "eventtype", "outtime"),
+                          surrogate=("transfer_id",)),
+    "services": RowRoles(time=("transfertime",), facts=("curr_service", "prev_service")),
+    "icustays": RowRoles(time=("intime", "outtime"), facts=("first_careunit", "last_careunit", "los", "outtime"),
+                         entity=True),
+    "diagnoses_icd": RowRoles(item=("seq_num",), facts=("icd_code",)),
+    "procedures_icd": RowRoles(item=("seq_num",), time=("chartdate",), facts=("icd_code",)),
+    "drgcodes": RowRoles(item=("drg_type",), facts=("drg_code", "description", "drg_severity", "drg_mortality")),
+    "hcpcsevents": RowRoles(item=("seq_num",), time=("chartdate",), facts=("hcpcs_cd", "short_description")),
+    "labevents": RowRoles(item=("itemid",), time=("charttime", "storetime"),
+                          facts=("valuenum", "valueuom", "flag"), mirrors=(("valuenum", "value"),),
+                          surrogate=("labevent_id",)),
+    "microbiologyevents": RowRoles(item=("spec_itemid", "test_itemid"), time=("chartdate", "charttime"),
+                                   facts=("org_name", "interpretation", "ab_name"),
+                                   surrogate=("microevent_id",)),
+    "omr": RowRoles(item=("result_name",), time=("chartdate",), facts=("result_value",)),
+    "pharmacy": RowRoles(item=("medication",), time=("starttime", "stoptime", "entertime"),
+                         facts=("route", "frequency", "status")),
+    "prescriptions": RowRoles(item=("drug",), time=("starttime", "stoptime"),
+                              facts=("dose_val_rx", "dose_unit_rx", "route", "doses_per_24_hrs")),
+    "emar": RowRoles(item=("medication",), time=("charttime", "scheduletime", "storetime"),
+                     facts=("event_txt",)),
+    "chartevents": RowRoles(item=("itemid",), time=("charttime", "storetime"), facts=("valuenum", "valueuom"),
+                            mirrors=(("valuenum", "value"),)),
+    "datetimeevents": RowRoles(item=("itemid",), time=("charttime", "storetime"), facts=("value",)),
+    "inputevents": RowRoles(item=("itemid",), time=("starttime", "endtime", "storetime"),
+                            facts=("amount", "rate", "totalamount")),
+    "ingredientevents": RowRoles(item=("itemid",), time=("starttime", "endtime", "storetime"),
+                                 facts=("amount", "rate")),
+    "outputevents": RowRoles(item=("itemid",), time=("charttime", "storetime"), facts=("value",)),
+    "procedureevents": RowRoles(item=("itemid",), time=("starttime", "endtime", "storetime"),
+                                facts=("value", "location")),
+}
+
+# The table and column that define each entity a slot can name: the premise of a patient-level
+# question is that this row exists.
+ENTITY_OF_SLOT: dict[SlotKind, tuple[str, str]] = {
+    SlotKind.SUBJECT: ("patients", "subject_id"),
+    SlotKind.ADMISSION: ("admissions", "hadm_id"),
+    SlotKind.ICU_STAY: ("icustays", "stay_id"),
+}
+
+# The link column an orphaned row gets a dangling value in, most specific scope first.
+LINK_COLUMNS: tuple[tuple[str, str], ...] = (("stay_id", "icustays"), ("hadm_id", "admissions"),
+                                            ("subject_id", "patients"))
+
+
+def conflict_key(table_name: str) -> tuple[str, ...]:
+    """What a conflicting duplicate shares with the row it copies: who, which item, when.
+
+    The patient/admission/stay links and the item; for event rows also the event time; for entity
+    rows (an admission, a stay) the entity's own key instead, so its times may conflict.
+    """
+    t = table(table_name)
+    r = roles(table_name)
+    links = [c for c in ("subject_id", "hadm_id", "stay_id") if c in t.column_names]
+    own = [c for c in t.key if c not in links and c not in r.surrogate] if r.entity else list(r.time[:1])
+    return tuple(dict.fromkeys([*links, *r.item, *own]))
+
+
+def roles(table_name: str) -> RowRoles:
+    """The roles of ``table_name``'s columns; dictionary tables and unknown tables have none."""
+    table(table_name)  # raises with the known names listed
+    return ROW_ROLES.get(table_name, RowRoles())
+
+
+def _check() -> None:
+    # A misspelt column here would make an injector silently skip a table.
+    for name, r in ROW_ROLES.items():
+        t = TABLES_BY_NAME[name]
+        cols = set(r.item) | set(r.time) | set(r.facts) | set(r.surrogate) | {c for m in r.mirrors for c in m}
+        unknown = sorted(cols - set(t.column_names))
+        if unknown:
+            raise ValueError(f"ROW_ROLES[{name!r}] names columns the table does not have: {unknown}")
+
+
+_check()
