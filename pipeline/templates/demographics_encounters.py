@@ -217,6 +217,8 @@ register(
         gold_sql=("SELECT a.discharge_location, rank() OVER (ORDER BY count(*) DESC) AS rnk FROM "
                   + TYPE_ADMISSIONS + " GROUP BY a.discharge_location QUALIFY rnk <= {top_n}"),
         evidence_sql="SELECT 'admissions', a.row_id FROM " + TYPE_ADMISSIONS,
+        guards=(Guard("fewer_than_n_locations",
+                      "SELECT count(DISTINCT a.discharge_location) < {top_n} FROM " + TYPE_ADMISSIONS),),
         notes="an admission without discharge location is a NULL the question does not mention: rejected"),
     Template(
         id="dem_pop_in_hospital_deaths", intent=DEM, level=Level.POPULATION, operation=Operation.COUNT,

@@ -81,6 +81,8 @@ register(
         ),
         gold_sql="SELECT d.long_title, x.seq_num FROM " + IN_ADMISSION + " AND x.seq_num <= 3",
         evidence_sql="SELECT 'diagnoses_icd', x.row_id FROM " + IN_ADMISSION + " AND x.seq_num <= 3",
+        guards=(Guard("fewer_than_three_diagnoses",
+                      "SELECT count(*) < 3 FROM " + IN_ADMISSION + " AND x.seq_num <= 3"),),
         notes="ranked by seq_num; two codes sharing a seq_num are a tie and rejected"),
     Template(
         id="dx_icd_code_of_diagnosis", intent=DX, level=Level.PATIENT, operation=Operation.RETRIEVAL,
@@ -201,6 +203,8 @@ register(
                   "GROUP BY d.long_title QUALIFY rnk <= {top_n}"),
         evidence_sql=("SELECT 'diagnoses_icd', x.row_id FROM diagnoses_icd AS x JOIN " + CODED_ADMISSIONS +
                       " ON h.hadm_id = x.hadm_id"),
+        guards=(Guard("fewer_than_n_diagnoses", "SELECT count(DISTINCT d.long_title) < {top_n} FROM " + CODED +
+                      " JOIN " + CODED_ADMISSIONS + " ON h.hadm_id = x.hadm_id WHERE d.long_title <> {diagnosis}"),),
         notes=NOTES + "; ranked by admissions; ties inside the top N or at its cut are rejected"),
     Template(
         id="dx_pop_mean_age_with_diagnosis", intent=DX, level=Level.POPULATION, operation=Operation.MEAN,

@@ -286,6 +286,8 @@ register(
                   "GROUP BY m.org_name QUALIFY rnk <= {top_n}"),
         evidence_sql=("SELECT 'microbiologyevents', m.row_id FROM microbiologyevents AS m "
                       "WHERE m.spec_type_desc = {specimen} AND m.org_name IS NOT NULL"),
+        guards=(Guard("fewer_than_n_organisms", "SELECT count(DISTINCT m.org_name) < {top_n} FROM microbiologyevents "
+                                                "AS m WHERE m.spec_type_desc = {specimen}"),),
         notes="ranked by distinct patients; a tie inside the top N or at its cut is rejected"),
     Template(
         id="micro_pop_patients_with_organism", intent=LAB, level=Level.POPULATION, operation=Operation.COUNT,

@@ -13,13 +13,23 @@ from pipeline.vocabulary import Intent, Level, Operation
 from pipeline.vocabulary import SlotKind as K
 
 MED = Intent.MEDICATIONS
-RX = "prescriptions AS r WHERE r.subject_id = {subject_id} AND r.hadm_id = {hadm_id} AND r.drug = {drug}"
+# A drug name matches whatever its case and surrounding spaces: MIMIC-IV spells some drugs both
+# "Vancomycin" and "vancomycin", and a clinician (or an agent) means one drug by either.
+SAME_DRUG = "lower(trim(r.drug)) = lower(trim({drug}))"
+RX = "prescriptions AS r WHERE r.subject_id = {subject_id} AND r.hadm_id = {hadm_id} AND " + SAME_DRUG
 RX_SLOTS = {"subject_id": K.SUBJECT, "hadm_id": K.ADMISSION, "drug": K.DRUG}
-RX_SAMPLER = "SELECT subject_id, hadm_id, drug FROM prescriptions"
+# Fillings name main drugs (not the "Bag" or "Vial" a drug is mixed in), one spelling per drug.
+RX_SAMPLER = ("SELECT subject_id, hadm_id, trim(min(drug)) AS drug FROM prescriptions WHERE drug_type = 'MAIN' "
+              "GROUP BY subject_id, hadm_id, lower(trim(drug))")
+RX_NAMES = ("SELECT trim(min(drug)) AS drug FROM prescriptions WHERE drug_type = 'MAIN' "
+            "GROUP BY lower(trim(drug))")
 LAST_RX = RX + (" AND r.starttime = (SELECT max(r2.starttime) FROM prescriptions AS r2 WHERE r2.subject_id = "
-                "{subject_id} AND r2.hadm_id = {hadm_id} AND r2.drug = {drug})")
+                "{subject_id} AND r2.hadm_id = {hadm_id} AND lower(trim(r2.drug)) = lower(trim({drug})))")
 UNTIMED_RX = Guard("untimed_prescriptions", "SELECT count(*) > count(r.starttime) FROM " + RX)
-EMAR = "emar AS m WHERE m.subject_id = {subject_id} AND m.hadm_id = {hadm_id} AND m.medication = {drug}"
+EMAR = ("emar AS m WHERE m.subject_id = {subject_id} AND m.hadm_id = {hadm_id} "
+        "AND lower(trim(m.medication)) = lower(trim({drug}))")
+EMAR_SAMPLER = ("SELECT subject_id, hadm_id, trim(min(medication)) AS drug FROM emar WHERE event_txt = 'Administered' "
+                "GROUP BY subject_id, hadm_id, lower(trim(medication))")
 GIVEN = EMAR + " AND m.event_txt = 'Administered'"
 # Name resolution is a join, not an IN (subquery): DuckDB decorrelates a join on the slot far better
 # when the engine evaluates many fillings at once.
@@ -32,13 +42,15 @@ FIRST_24H = ("inputevents AS v JOIN d_items AS i ON i.itemid = v.itemid JOIN icu
              "WHERE v.subject_id = {subject_id} AND v.stay_id = {stay_id} AND i.category IN ('Medications', "
              "'Antibiotics') AND v.starttime >= s.intime AND v.starttime < s.intime + INTERVAL 24 HOUR "
              "AND v.statusdescription IS DISTINCT FROM 'Rewritten'")
-ALL_RX = "prescriptions AS r WHERE r.drug = {drug}"
+ALL_RX = "prescriptions AS r WHERE " + SAME_DRUG
 IN_UNIT = ("inputevents AS v JOIN d_items AS di ON di.itemid = v.itemid JOIN icustays AS s ON s.stay_id = v.stay_id "
            "WHERE di.label = {drug} AND di.linksto = 'inputevents' AND v.statusdescription IS DISTINCT FROM "
            "'Rewritten' AND s.first_careunit = {careunit}")
 # ICU input items that are drugs, fluids given as treatment or blood products (not oral intake or flushes).
 DRUG_CATEGORIES = "('Medications', 'Antibiotics', 'Blood Products/Colloids')"
-RX_NOTES = "a drug is prescriptions.drug, matched exactly"
+GIVEN_IN_ADMISSION = ("emar AS m WHERE m.subject_id = {subject_id} AND m.hadm_id = {hadm_id} "
+                      "AND m.event_txt = 'Administered'")
+RX_NOTES = "a drug is prescriptions.drug, matched ignoring case and surrounding spaces"
 
 register(
     Template(
@@ -49,8 +61,9 @@ register(
             "Did patient {subject_id} receive a prescription for {drug} in hospital admission {hadm_id}?",
         ),
         # Admissions crossed with drugs prescribed in many admissions: both answers occur.
-        sampler=("SELECT a.subject_id, a.hadm_id, c.drug FROM admissions AS a, (SELECT drug FROM prescriptions "
-                 "GROUP BY drug ORDER BY count(DISTINCT hadm_id) DESC, drug LIMIT 40) AS c"),
+        sampler=("SELECT a.subject_id, a.hadm_id, c.drug FROM admissions AS a, (SELECT trim(min(drug)) AS drug "
+                 "FROM prescriptions WHERE drug_type = 'MAIN' GROUP BY lower(trim(drug)) "
+                 "ORDER BY count(DISTINCT hadm_id) DESC, 1 LIMIT 40) AS c"),
         gold_sql="SELECT count(*) > 0 FROM " + RX,
         evidence_sql=("SELECT 'prescriptions', r.row_id FROM " + RX + " UNION ALL SELECT 'admissions', a.row_id FROM "
                       "admissions AS a WHERE a.subject_id = {subject_id} AND a.hadm_id = {hadm_id} AND NOT EXISTS "
@@ -75,7 +88,7 @@ register(
         gold_sql="SELECT min(r.starttime) FROM " + RX,
         evidence_sql=("SELECT 'prescriptions', r.row_id FROM " + RX + " AND r.starttime = (SELECT min(r2.starttime) "
                       "FROM prescriptions AS r2 WHERE r2.subject_id = {subject_id} AND r2.hadm_id = {hadm_id} AND "
-                      "r2.drug = {drug})"),
+                      "lower(trim(r2.drug)) = lower(trim({drug})))"),
         guards=(UNTIMED_RX,), notes=RX_NOTES),
     Template(
         id="med_routes_of_drug", intent=MED, level=Level.PATIENT, operation=Operation.RETRIEVAL,
@@ -105,7 +118,7 @@ register(
     Template(
         id="med_emar_administrations", intent=MED, level=Level.PATIENT, operation=Operation.COUNT,
         answer_type=A.NUMBER, slots=RX_SLOTS, unit="administrations", decimals=0,
-        sampler="SELECT subject_id, hadm_id, medication AS drug FROM emar WHERE event_txt = 'Administered'",
+        sampler=EMAR_SAMPLER,
         paraphrases=(
             "How many times was {drug} charted as administered to patient {subject_id} during admission {hadm_id}?",
             "Count the eMAR administrations of {drug} to patient {subject_id} in admission {hadm_id}.",
@@ -113,11 +126,12 @@ register(
         gold_sql="SELECT count(*) FROM " + GIVEN,
         evidence_sql="SELECT 'emar', m.row_id FROM " + EMAR,
         guards=(Guard("events_without_status", "SELECT count(*) > count(m.event_txt) FROM " + EMAR),),
-        notes="a drug is emar.medication; administered = event_txt 'Administered'"),
+        notes="a drug is emar.medication, matched ignoring case and surrounding spaces; administered = event_txt "
+              "'Administered'"),
     Template(
         id="med_emar_last_administration", intent=MED, level=Level.PATIENT, operation=Operation.LAST,
         answer_type=A.TIMESTAMP, slots=RX_SLOTS,
-        sampler="SELECT subject_id, hadm_id, medication AS drug FROM emar WHERE event_txt = 'Administered'",
+        sampler=EMAR_SAMPLER,
         paraphrases=(
             "When was {drug} last administered to patient {subject_id} during admission {hadm_id}?",
             "At what time was the final charted administration of {drug} to patient {subject_id} in admission "
@@ -125,10 +139,11 @@ register(
         ),
         gold_sql="SELECT max(m.charttime) FROM " + GIVEN,
         evidence_sql=("SELECT 'emar', m.row_id FROM " + GIVEN + " AND m.charttime = (SELECT max(m2.charttime) FROM "
-                      "emar AS m2 WHERE m2.subject_id = {subject_id} AND m2.hadm_id = {hadm_id} AND m2.medication = "
-                      "{drug} AND m2.event_txt = 'Administered')"),
+                      "emar AS m2 WHERE m2.subject_id = {subject_id} AND m2.hadm_id = {hadm_id} AND "
+                      "lower(trim(m2.medication)) = lower(trim({drug})) AND m2.event_txt = 'Administered')"),
         guards=(Guard("events_without_status", "SELECT count(*) > count(m.event_txt) FROM " + EMAR),),
-        notes="a drug is emar.medication; administered = event_txt 'Administered'"),
+        notes="a drug is emar.medication, matched ignoring case and surrounding spaces; administered = event_txt "
+              "'Administered'"),
     Template(
         id="med_icu_input_total", intent=MED, level=Level.PATIENT, operation=Operation.SUM, answer_type=A.NUMBER,
         slots=STAY_SLOTS, decimals=2,
@@ -158,24 +173,30 @@ register(
         evidence_sql="SELECT 'inputevents', v.row_id FROM " + FIRST_24H,
         notes="input events of d_items categories Medications and Antibiotics; window [intime, intime + 24 h)"),
     Template(
-        id="med_top_prescribed_in_admission", intent=MED, level=Level.PATIENT, operation=Operation.TOP_N,
+        id="med_top_administered_in_admission", intent=MED, level=Level.PATIENT, operation=Operation.TOP_N,
         answer_type=A.TEXT_RANKED, slots={"subject_id": K.SUBJECT, "hadm_id": K.ADMISSION, "top_n": K.NUMBER},
-        sampler="SELECT subject_id, hadm_id, n.top_n FROM prescriptions, (VALUES (2), (3)) AS n(top_n)",
+        sampler=("SELECT subject_id, hadm_id, n.top_n FROM emar, (VALUES (2), (3)) AS n(top_n) "
+                 "WHERE event_txt = 'Administered'"),
         paraphrases=(
-            "Which {top_n} drugs were prescribed most often to patient {subject_id} during admission {hadm_id}, "
-            "most frequent first?",
-            "Rank the top {top_n} drugs by number of prescriptions for patient {subject_id} in admission {hadm_id}.",
+            "Which {top_n} medications were administered most often to patient {subject_id} during admission "
+            "{hadm_id}, most frequent first?",
+            "Rank the top {top_n} medications by number of charted administrations for patient {subject_id} in "
+            "admission {hadm_id}.",
         ),
-        gold_sql=("SELECT r.drug, rank() OVER (ORDER BY count(*) DESC) AS rnk FROM prescriptions AS r "
-                  "WHERE r.subject_id = {subject_id} AND r.hadm_id = {hadm_id} GROUP BY r.drug QUALIFY rnk <= {top_n}"),
-        evidence_sql=("SELECT 'prescriptions', r.row_id FROM prescriptions AS r WHERE r.subject_id = {subject_id} "
-                      "AND r.hadm_id = {hadm_id}"),
-        notes=RX_NOTES + "; ties inside the top N or at its cut are rejected"),
+        gold_sql=("SELECT trim(min(m.medication)), rank() OVER (ORDER BY count(*) DESC) AS rnk FROM "
+                  + GIVEN_IN_ADMISSION + " GROUP BY lower(trim(m.medication)) QUALIFY rnk <= {top_n}"),
+        evidence_sql="SELECT 'emar', m.row_id FROM " + GIVEN_IN_ADMISSION,
+        guards=(Guard("fewer_than_n_medications", "SELECT count(DISTINCT lower(trim(m.medication))) < {top_n} FROM "
+                      + GIVEN_IN_ADMISSION),
+                Guard("administrations_without_medication", "SELECT count(*) > count(m.medication) FROM "
+                      + GIVEN_IN_ADMISSION)),
+        notes="eMAR rows with event_txt 'Administered', by emar.medication ignoring case and surrounding spaces; "
+              "ties inside the top N or at its cut are rejected"),
     # ------------------------------------------------------------ population
     Template(
         id="med_pop_patients_prescribed", intent=MED, level=Level.POPULATION, operation=Operation.COUNT,
         answer_type=A.NUMBER, slots={"drug": K.DRUG}, unit="patients", decimals=0,
-        sampler="SELECT drug FROM prescriptions",
+        sampler=RX_NAMES,
         paraphrases=(
             "How many patients were prescribed {drug}?",
             "Count the patients with at least one prescription of {drug}.",
@@ -185,7 +206,7 @@ register(
     Template(
         id="med_pop_most_common_route", intent=MED, level=Level.POPULATION, operation=Operation.TOP_N,
         answer_type=A.TEXT, slots={"drug": K.DRUG},
-        sampler="SELECT drug FROM prescriptions",
+        sampler=RX_NAMES,
         paraphrases=(
             "What is the most common route of administration in prescriptions of {drug}?",
             "By which route is {drug} most often prescribed?",

@@ -30,8 +30,10 @@ FIRST_START = ("(SELECT min(e2.starttime) FROM procedureevents AS e2 JOIN d_item
                "WHERE di2.label = {procedure} AND di2.linksto = 'procedureevents' AND e2.subject_id = {subject_id} "
                "AND e2.stay_id = {stay_id})")
 STAY_SLOTS = {"subject_id": K.SUBJECT, "stay_id": K.ICU_STAY, "procedure": K.PROCEDURE}
+# Procedure events a clinician calls procedures: not the "communication" items ("Family updated by RN").
+PROCEDURE_ITEM = "i.category <> '7-Communication'"
 EVENT_SAMPLER = ("SELECT e.subject_id, e.stay_id, i.label AS procedure FROM procedureevents AS e "
-                 "JOIN d_items AS i ON i.itemid = e.itemid")
+                 "JOIN d_items AS i ON i.itemid = e.itemid WHERE " + PROCEDURE_ITEM)
 FIRST_IN_STAY = IN_STAY + " AND e.starttime = " + FIRST_START
 HOURS = "date_diff('second', e.starttime, e.endtime) / 3600.0"
 ICD_NOTES = "an ICD procedure title resolves to every ICD-9 and ICD-10 code carrying it"
@@ -111,8 +113,8 @@ register(
         ),
         # ICU stays crossed with the procedure events recorded in many stays: both answers occur.
         sampler=("SELECT s.subject_id, s.stay_id, c.procedure FROM icustays AS s, (SELECT i.label AS procedure "
-                 "FROM procedureevents AS e JOIN d_items AS i ON i.itemid = e.itemid GROUP BY i.label "
-                 "ORDER BY count(DISTINCT e.stay_id) DESC, i.label LIMIT 25) AS c"),
+                 "FROM procedureevents AS e JOIN d_items AS i ON i.itemid = e.itemid WHERE " + PROCEDURE_ITEM +
+                 " GROUP BY i.label ORDER BY count(DISTINCT e.stay_id) DESC, i.label LIMIT 25) AS c"),
         gold_sql="SELECT count(*) > 0 FROM " + IN_STAY,
         evidence_sql=("SELECT 'procedureevents', e.row_id FROM " + IN_STAY + " UNION ALL SELECT 'icustays', "
                       "s.row_id FROM icustays AS s WHERE s.subject_id = {subject_id} AND s.stay_id = {stay_id} AND "
@@ -177,7 +179,8 @@ register(
         answer_type=A.NUMBER, slots={"careunit": K.CATEGORY, "procedure": K.PROCEDURE}, unit="ICU stays",
         decimals=0,
         sampler=("SELECT s.first_careunit AS careunit, i.label AS procedure FROM procedureevents AS e "
-                 "JOIN icustays AS s ON s.stay_id = e.stay_id JOIN d_items AS i ON i.itemid = e.itemid"),
+                 "JOIN icustays AS s ON s.stay_id = e.stay_id JOIN d_items AS i ON i.itemid = e.itemid WHERE "
+                 + PROCEDURE_ITEM),
         paraphrases=(
             "How many ICU stays that began in the {careunit} had at least one {procedure} event?",
             "Count the {careunit} ICU stays (by first care unit) with a {procedure} procedure event.",
@@ -199,11 +202,13 @@ register(
                   "ON s.stay_id = e.stay_id WHERE s.first_careunit = {careunit} GROUP BY i.label "
                   "QUALIFY rnk <= {top_n}"),
         evidence_sql="SELECT 'procedureevents', e.row_id FROM " + UNIT_STAYS_WITH,
+        guards=(Guard("fewer_than_n_events", "SELECT count(DISTINCT e.itemid) < {top_n} FROM " + UNIT_STAYS_WITH),),
         notes=ICU_NOTES + "; ranked by stays; ties inside the top N or at its cut are rejected"),
     Template(
         id="proc_pop_mean_event_duration", intent=PROC, level=Level.POPULATION, operation=Operation.MEAN,
         answer_type=A.NUMBER, slots={"procedure": K.PROCEDURE}, unit="hours", decimals=2,
-        sampler=("SELECT i.label AS procedure FROM procedureevents AS e JOIN d_items AS i ON i.itemid = e.itemid"),
+        sampler=("SELECT i.label AS procedure FROM procedureevents AS e JOIN d_items AS i ON i.itemid = e.itemid "
+                 "WHERE " + PROCEDURE_ITEM),
         paraphrases=(
             "What is the mean duration in hours of {procedure} procedure events across all ICU stays?",
             "On average, how many hours does a recorded {procedure} event last?",

@@ -233,7 +233,9 @@ class Template:
         self._check_slots(slots)
         if not 0 <= paraphrase < len(self.paraphrases):
             raise IndexError(f"template {self.id!r} has paraphrases 0..{len(self.paraphrases) - 1}")
-        return PLACEHOLDER.sub(lambda m: str(slots[m.group(1)]), self.paraphrases[paraphrase])
+        text = PLACEHOLDER.sub(lambda m: str(slots[m.group(1)]), self.paraphrases[paraphrase])
+        # A value ending a sentence with its own full stop ("EW EMER.") would double it.
+        return text[:-1] if text.endswith("..") and not text.endswith("...") else text
 
     def render_sql(self, slots: Mapping[str, str]) -> str:
         """The gold SQL with every slot as a literal: what a task stores and what re-executes."""

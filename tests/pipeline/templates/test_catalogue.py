@@ -1,5 +1,6 @@
 """The registered catalogue meets the issue: sizes, levels, operations, answer types and table scopes."""
 
+import re
 from collections import Counter
 
 from pipeline.capabilities import INTENT_TABLES
@@ -60,5 +61,6 @@ def test_names_in_questions_are_clinical_names_resolved_in_sql_not_item_ids():
         for name, kind in t.slots.items():
             if kind in named:
                 assert f"itemid = {{{name}}}" not in t.gold_sql, t.id
-                assert any(f"{col} = {{{name}}}" in t.gold_sql for col in
-                           ("label", "long_title", "drug", "medication")), t.id
+                for use in re.finditer(re.escape(f"{{{name}}}"), t.gold_sql):
+                    before = t.gold_sql[max(0, use.start() - 40):use.start()]
+                    assert re.search(r"\.(label|long_title|drug|medication)\b", before), (t.id, before)

@@ -162,16 +162,16 @@ def test_a_tie_at_the_last_value_rejects_the_filling(demo_result, demo_con):
 
 
 def test_a_tie_at_the_top_n_cut_rejects_the_filling(demo_result, demo_con):
-    template = REGISTRY.get("med_top_prescribed_in_admission")
+    template = REGISTRY.get("med_top_administered_in_admission")
     task = first_task(demo_result, template.id)
     slots = slots_of(task)
     assert evaluate_slots(demo_con, template, slots).accepted
-    # A new drug prescribed exactly as often as the last one in the top N ties with it at the cut.
-    cut_drug = task.answer.items[-1]
+    # A new medication given exactly as often as the last one in the top N ties with it at the cut.
+    cut_medication = task.answer.items[-1]
     rows = [r[0] for r in demo_con.execute(
-        "SELECT row_id FROM prescriptions WHERE hadm_id = ? AND drug = ? ORDER BY row_id",
-        [int(slots["hadm_id"]), cut_drug]).fetchall()]
-    tie = Patch(add=tuple(_copy_row(demo_con, "prescriptions", r, -1 - i, drug="Tie-breaker test drug")
+        "SELECT row_id FROM emar WHERE hadm_id = ? AND lower(trim(medication)) = lower(?) "
+        "AND event_txt = 'Administered' ORDER BY row_id", [int(slots["hadm_id"]), cut_medication]).fetchall()]
+    tie = Patch(add=tuple(_copy_row(demo_con, "emar", r, -1 - i, medication="Tie-breaker test drug")
                           for i, r in enumerate(rows)))
     with patched(demo_con, tie):
         assert evaluate_slots(demo_con, template, slots).problems[0] == "tied_ranks"
