@@ -14,14 +14,23 @@ from typing import Optional
 import dagster as dg
 import duckdb
 
+from assets.release.contract_results import contract_check_name, contract_check_result
 from assets.resources import ProjectPaths
-from pipeline.contracts import Contract, ContractResult, ContractViolation, ExpectationResult, Severity
-from pipeline.contracts import check_release_splits, check_task_set, results_markdown
+from pipeline.contracts import (
+    Contract,
+    ContractResult,
+    ContractViolation,
+    ExpectationResult,
+    Severity,
+    check_release_splits,
+    check_task_set,
+    results_markdown,
+)
 from pipeline.release import build_release
-from pipeline.release.publish import check_all_split
 from pipeline.release.assembly import collect_pairs
 from pipeline.release.diff import diff_markdown
 from pipeline.release.manifest import count_tasks, counts_markdown, noise_counts_markdown
+from pipeline.release.publish import check_all_split
 from pipeline.release.splits import assign_splits, normalise_shares
 from pipeline.release.task_files import read_tasks, tasks_table, write_tasks
 from pipeline.source_db import read_source_info
@@ -30,10 +39,6 @@ from pipeline.vocabulary import AssetName, Group, Intent, Split
 
 CANDIDATE_DIR = "release_candidate"
 SETTINGS = "settings.json"
-
-
-def contract_check_name(contract: Contract | str) -> str:
-    return f"{Contract(contract).value}_contract"
 
 
 CONTRACT_CHECKS = [contract_check_name(c) for c in Contract]
@@ -66,23 +71,6 @@ def default_noise_shares() -> dict[str, float]:
     from pipeline.vocabulary import NoiseType
 
     return {t.value: config.share(t) for t in NoiseType if config.share(t) > 0}
-
-
-def _check_result(result: ContractResult) -> dg.AssetCheckResult:
-    blocking = result.blocking_failures
-    return dg.AssetCheckResult(
-        check_name=contract_check_name(result.contract),
-        passed=not result.failures,
-        severity=dg.AssetCheckSeverity.ERROR if blocking else dg.AssetCheckSeverity.WARN,
-        metadata={
-            "summary": result.summary(),
-            "expectations": len(result.results),
-            "critical_failures": len(blocking),
-            "warnings": len(result.failures) - len(blocking),
-            "failures": dg.MetadataValue.md(result.failures_markdown()),
-            "results": dg.MetadataValue.md(results_markdown(result.results)),
-            "suite": f"data_contracts/{result.contract}.json",
-        })
 
 
 def _not_evaluated(why: str) -> ContractResult:
@@ -146,7 +134,7 @@ def release_candidate(context: dg.AssetExecutionContext, config: ReleaseCandidat
         results.append(_not_evaluated("the task contracts failed, so no splits were assigned"))
     for r in results:
         (context.log.info if r.passed else context.log.error)(r.summary())
-    return dg.MaterializeResult(metadata=metadata, check_results=[_check_result(r) for r in results])
+    return dg.MaterializeResult(metadata=metadata, check_results=[contract_check_result(r) for r in results])
 
 
 def read_candidate(paths: ProjectPaths) -> tuple[list, dict]:

@@ -6,11 +6,14 @@ import dagster as dg
 import duckdb
 import polars as pl
 
+from assets.release.contract_results import contract_check_result
 from assets.resources import ProjectPaths
-from pipeline.contracts import check_source_database, results_markdown
+from pipeline.contracts import Contract, check_clean_tasks, check_source_database, results_markdown
 from pipeline.release import resolve_release
+from pipeline.release.assembly import read_task_files
 from pipeline.release.task_files import sha256_file
-from pipeline.vocabulary import AssetName, Split
+from pipeline.source_db import read_source_info
+from pipeline.vocabulary import AssetName, Intent, Split
 
 
 class ReleaseCheck:
@@ -38,6 +41,23 @@ def source_tables_contract(paths: ProjectPaths) -> dg.AssetCheckResult:
             "tables_failing": ", ".join(r.contract.split("/", 1)[1] for r in results if not r.passed) or "none",
             "failures": dg.MetadataValue.md(results_markdown(failures) if failures else "all expectations met"),
         })
+
+
+# Not partitioned (like the templates stage's own checks): after each intent's run it re-reads every
+# intent file present, so the coverage rule applies to the intents built so far.
+@dg.asset_check(asset=AssetName.CLEAN_TASKS.value, name=f"{Contract.CLEAN_TASKS.value}_contract", blocking=True,
+                description="data_contracts/clean_tasks.json on every intent's clean tasks written so far")
+def clean_tasks_contract(paths: ProjectPaths) -> dg.AssetCheckResult:
+    """Clean tasks meet their contract: ids, vocabulary, typed answers, outcomes, one source database."""
+    files = {i.value: paths.clean_tasks_dir / f"{i.value}.parquet" for i in Intent}
+    present = {i: f for i, f in files.items() if f.exists()}
+    table = read_task_files(present.values())
+    if table is None:
+        return dg.AssetCheckResult(passed=False, severity=dg.AssetCheckSeverity.ERROR,
+                                   metadata={"problem": f"no clean task file under {paths.clean_tasks_dir}"})
+    with duckdb.connect(str(paths.source_db), read_only=True) as con:
+        fingerprint = read_source_info(con).fingerprint
+    return contract_check_result(check_clean_tasks(table, source_fingerprint=fingerprint, intents=sorted(present)))
 
 
 def read_back_problems(release_dir) -> tuple[list[str], dict]:
@@ -76,4 +96,4 @@ def release_reads_back(paths: ProjectPaths) -> dg.AssetCheckResult:
     })
 
 
-CHECKS = [source_tables_contract, release_reads_back]
+CHECKS = [source_tables_contract, clean_tasks_contract, release_reads_back]

@@ -183,6 +183,22 @@ def test_the_source_table_check_names_a_broken_column(demo_db, tmp_path):
     assert "hadm_id" in evaluation.metadata["failures"].value and "VARCHAR" in evaluation.metadata["failures"].value
 
 
+@pytest.mark.parametrize("broken", [False, True])
+def test_the_clean_tasks_check_guards_the_clean_tasks_asset(broken, table, demo_db, tmp_path):
+    from assets.release.checks import clean_tasks_contract
+
+    answer_break = next(b for b in BREAKS if b.name == "answer_not_parsing")
+    paths = _stage_outputs(answer_break.breaker(table) if broken else table, demo_db, tmp_path)
+    result = dg.materialize(EVERYTHING, selection=dg.AssetSelection.checks(clean_tasks_contract),
+                            resources={"paths": paths}, raise_on_error=False)
+    evaluation = _evaluations(result)["clean_tasks_contract"]
+    assert evaluation.passed is not broken
+    if broken:
+        assert evaluation.severity is dg.AssetCheckSeverity.ERROR
+        assert "| clean_tasks | tasks | expect_column_values_to_be_null | answer_problem | critical | 1 |" in \
+            evaluation.metadata["failures"].value
+
+
 def test_the_graph_runner_stops_at_a_failed_blocking_check(table, demo_db, tmp_path):
     paths = _stage_outputs(BREAKS[-1].breaker(table), demo_db, tmp_path)  # a twin without proof
     defs = dg.Definitions(assets=release_stage.ASSETS, asset_checks=release_stage.CHECKS,

@@ -1,0 +1,26 @@
+"""A contract run as a Dagster check result: pass/fail, severity, and the evidence as metadata."""
+
+import dagster as dg
+
+from pipeline.contracts import Contract, ContractResult, results_markdown
+
+
+def contract_check_name(contract: Contract | str) -> str:
+    return f"{Contract(contract).value}_contract"
+
+
+def contract_check_result(result: ContractResult) -> dg.AssetCheckResult:
+    blocking = result.blocking_failures
+    return dg.AssetCheckResult(
+        check_name=contract_check_name(result.contract),
+        passed=not result.failures,
+        severity=dg.AssetCheckSeverity.ERROR if blocking else dg.AssetCheckSeverity.WARN,
+        metadata={
+            "summary": result.summary(),
+            "expectations": len(result.results),
+            "critical_failures": len(blocking),
+            "warnings": len(result.failures) - len(blocking),
+            "failures": dg.MetadataValue.md(result.failures_markdown()),
+            "results": dg.MetadataValue.md(results_markdown(result.results)),
+            "suite": f"data_contracts/{result.contract}.json",
+        })
