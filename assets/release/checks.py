@@ -75,7 +75,8 @@ def read_back_problems(release_dir) -> tuple[list[str], dict]:
     glob = str(release_dir / "tasks" / "*.parquet").replace("'", "''")
     got = duckdb.sql(f"SELECT split, intent, level, coalesce(noise_type, 'clean'), count(*) "
                      f"FROM read_parquet('{glob}') GROUP BY ALL").fetchall()
-    want = [(c["split"], c["intent"], c["level"], c["noise_type"], c["tasks"]) for c in manifest["counts"]["by_category"]]
+    want = [(c["split"], c["intent"], c["level"], c["noise_type"], c["tasks"])
+            for c in manifest["counts"]["by_category"]]
     if sorted(got) != sorted(want):
         problems.append(f"DuckDB counts per split x intent x level x noise type differ from the manifest "
                         f"({len(set(got) ^ set(want))} categories)")

@@ -25,7 +25,8 @@ CONTRACTS_DIR = Path(__file__).resolve().parents[2] / "data_contracts"
 
 
 def suite_path(name: str, contracts_dir: Path | None = None) -> Path:
-    """``clean_tasks`` -> data_contracts/clean_tasks.json; ``source/patients`` -> data_contracts/source/patients.json."""
+    """``clean_tasks`` -> data_contracts/clean_tasks.json,
+    ``source/patients`` -> data_contracts/source/patients.json."""
     return (contracts_dir or CONTRACTS_DIR) / f"{name}.json"
 
 
@@ -52,7 +53,8 @@ def check_suite(suite: dict, where: str) -> dict:
         if exp.get("severity", meta["severity"]) != meta["severity"]:
             raise ValueError(f"{at}: severity {exp['severity']!r} disagrees with meta.severity {meta['severity']!r}")
         if meta.get("frame") not in frames:
-            raise ValueError(f"{at}: meta.frame {meta.get('frame')!r} is not one of the suite's frames {sorted(frames)}")
+            raise ValueError(f"{at}: meta.frame {meta.get('frame')!r} is not one of the suite's frames "
+                             f"{sorted(frames)}")
         if not meta.get("rule"):
             raise ValueError(f"{at}: meta.rule must say what the expectation guards against")
         for value in exp.get("kwargs", {}).values():

@@ -19,7 +19,8 @@ CARD = "README.md"
 def _fields_table() -> str:
     lines = ["| field | type | description |", "| --- | --- | --- |"]
     for f in arrow_schema():
-        lines.append(f"| `{f.name}` | `{f.type}` | {FIELD_DESCRIPTIONS[f.name]} |".replace("<", "&lt;").replace(">", "&gt;"))
+        row = f"| `{f.name}` | `{f.type}` | {FIELD_DESCRIPTIONS[f.name]} |"
+        lines.append(row.replace("<", "&lt;").replace(">", "&gt;"))
     return "\n".join(lines)
 
 

@@ -113,7 +113,8 @@ def run(args: argparse.Namespace, defs=None) -> int:
     print(noise_counts_markdown(counts))
     print()
     reused = published.metadata.get("reused") == "True"
-    print(f"release {manifest['version']}: {release_dir}" + (" (unchanged: identical to the published one)" if reused else ""))
+    unchanged = " (unchanged: identical to the published one)" if reused else ""
+    print(f"release {manifest['version']}: {release_dir}{unchanged}")
     print(f"tasks: {counts['total']} ({counts['clean']} clean, {counts['noise']} noisy twins); "
           f"train {counts['by_split']['train']}, validation {counts['by_split']['validation']}, "
           f"test {counts['by_split']['test']}")

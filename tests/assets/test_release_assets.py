@@ -20,7 +20,7 @@ from assets.release.rebuild import run_graph
 from assets.resources import ProjectPaths
 from pipeline.contracts import split_by_variant
 from pipeline.release import latest_version
-from pipeline.release.task_files import tasks_table, write_tasks
+from pipeline.release.task_files import tasks_table
 from pipeline.task_model import arrow_schema
 from pipeline.vocabulary import AssetName, Intent
 from tests.pipeline.release.breakers import BREAKS
