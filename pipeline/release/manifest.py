@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from pipeline.task_model import arrow_schema
-from pipeline.vocabulary import Split
+from pipeline.vocabulary import Intent, Level, Split
 
 MANIFEST = "manifest.json"
 CLEAN = "clean"  # the noise-type column of the counts for clean tasks
@@ -88,7 +88,9 @@ def counts_markdown(counts: dict) -> str:
     head = "| intent | level | " + " | ".join(f"{s} clean | {s} noise" for s in splits) + " | total |"
     lines = [head, "| --- | --- | " + " | ".join("---: | ---:" for _ in splits) + " | ---: |"]
     totals = Counter()
-    for (intent, level), c in sorted(rows.items()):
+    order = {v.value: i for enum in (Intent, Level) for i, v in enumerate(enum)}
+    for (intent, level), c in sorted(rows.items(), key=lambda kv: (order.get(kv[0][0], 99), order.get(kv[0][1], 99),
+                                                                    kv[0])):
         cells = []
         for s in splits:
             cells += [str(c[(s, "clean")]), str(c[(s, "noise")])]
