@@ -76,17 +76,34 @@ def plan(defs: dg.Definitions) -> list[tuple[dg.AssetsDefinition, dg.AssetKey, l
     return out
 
 
+def config_fields(defs: dg.Definitions) -> dict[str, list[str]]:
+    """Config field name -> the assets whose config has it."""
+    out: dict[str, list[str]] = {}
+    for assets_def, key, _ in plan(defs):
+        for name in sorted(_config_fields(assets_def)):
+            out.setdefault(name, []).append(key.to_user_string())
+    return out
+
+
+def _root_cause(error) -> str:
+    """The innermost error's message: Dagster wraps what the asset raised in its own errors."""
+    while getattr(error, "cause", None) is not None:
+        error = error.cause
+    return error.message.strip()
+
+
 def _text(value) -> str:
     return str(getattr(value, "value", getattr(value, "text", getattr(value, "md_str", value))))
 
 
 def run_graph(defs: dg.Definitions, *, settings: Mapping[str, object], resources: Mapping | None = None,
-              instance: dg.DagsterInstance | None = None,
-              progress: Callable[[str], None] | None = None) -> GraphRun:
+              instance: dg.DagsterInstance | None = None, progress: Callable[[str], None] | None = None,
+              log_level: str | None = None) -> GraphRun:
     """Materialize every asset of ``defs`` in dependency order; stop at the first failure.
 
     ``settings``: name -> value, passed to each asset whose config has a field of that name.
     ``resources`` override the definitions' resources (e.g. ProjectPaths with other folders).
+    ``log_level`` sets Dagster's console logger (e.g. CRITICAL to leave the output to ``progress``).
     """
     say = progress or (lambda message: None)
     everything = [*(defs.assets or []), *(defs.asset_checks or [])]
@@ -99,13 +116,15 @@ def run_graph(defs: dg.Definitions, *, settings: Mapping[str, object], resources
         name = key.to_user_string()
         fields = _config_fields(assets_def)
         config = {k: v for k, v in settings.items() if k in fields}
-        run_config = {"ops": {assets_def.op.name: {"config": config}}} if config else None
+        run_config: dict = {"ops": {assets_def.op.name: {"config": config}}} if config else {}
+        if log_level:
+            run_config["loggers"] = {"console": {"config": {"log_level": log_level}}}
         for partition in partitions:
             label = name + (f"[{partition}]" if partition else "")
             say(f"[{len(run.steps) + 1}/{total}] {label} ...")
             started = time.perf_counter()
             result = dg.materialize(everything, selection=dg.AssetSelection.assets(key), partition_key=partition,
-                                    resources=resources, run_config=run_config, instance=instance,
+                                    resources=resources, run_config=run_config or None, instance=instance,
                                     raise_on_error=False)
             seconds = time.perf_counter() - started
             failed = tuple(
@@ -114,7 +133,7 @@ def run_graph(defs: dg.Definitions, *, settings: Mapping[str, object], resources
                 for e in result.get_asset_check_evaluations() if not e.passed)
             error = None
             if not result.success:
-                messages = [ev.step_failure_data.error.message.strip() for ev in result.get_step_failure_events()
+                messages = [_root_cause(ev.step_failure_data.error) for ev in result.get_step_failure_events()
                             if ev.step_failure_data and ev.step_failure_data.error]
                 error = "; ".join(messages) or "the run failed"
             metadata = {k: _text(v) for ev in result.get_asset_materialization_events()

@@ -57,6 +57,7 @@ def register(subparsers) -> None:
     p.add_argument("--releases-dir", type=Path, default=Path("releases"), help="published releases (default releases/)")
     p.add_argument("--set", dest="settings", type=_setting, action="append", default=[], metavar="NAME=VALUE",
                    help="any other asset config field, e.g. --set tasks_per_template=5 (repeatable)")
+    p.add_argument("--verbose", action="store_true", help="also show Dagster's own log")
     p.set_defaults(run=run)
 
 
@@ -76,20 +77,26 @@ def run(args: argparse.Namespace, defs=None) -> int:
 
     import dagster as dg
 
-    from assets.release.rebuild import run_graph
+    from assets.release.rebuild import config_fields, run_graph
     from assets.resources import ProjectPaths
     from pipeline.vocabulary import AssetName
     from pipeline.release.manifest import counts_markdown, noise_counts_markdown, read_manifest
 
     if defs is None:
         from assets.definitions import defs
+    known = config_fields(defs)
+    unknown = sorted({name for name, _ in args.settings} - set(known))
+    if unknown:
+        print(f"--set {', '.join(unknown)}: no asset has such a config field; known: {', '.join(sorted(known))}",
+              file=sys.stderr)
+        return 2
     paths = ProjectPaths(data_dir=str(args.data_dir), releases_dir=str(args.releases_dir))
     instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
     say = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
     started = time.perf_counter()
     with instance:
         graph = run_graph(defs, settings=settings_from(args), resources={"paths": paths}, instance=instance,
-                          progress=say)
+                          progress=say, log_level=None if args.verbose else "CRITICAL")
     if not graph.success:
         step = graph.failed
         print(f"build FAILED at {step.label if step else '(nothing to run)'}: {step.error if step else ''}",
