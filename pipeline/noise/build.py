@@ -205,7 +205,7 @@ def build_pairs(db: duckdb.DuckDBPyConnection | str | Path, clean_tasks: Sequenc
             if task.variant is not Variant.CLEAN or task.answer is None:
                 raise ValueError(f"task {task.task_id}: twins are built from clean tasks with an answer")
         evidence = read_evidence(con, clean_tasks)
-        cases = [CleanCase(t, lookup_template(t.template_id), evidence[t.task_id]) for t in clean_tasks]
+        cases = [CleanCase(t, _template(lookup_template, t), evidence[t.task_id]) for t in clean_tasks]
         say(f"{len(cases)} clean tasks read with their evidence")
 
         skipped: Counter = Counter()
@@ -281,6 +281,14 @@ class _TypeStream:
                 self.cells.append(gen)
         self.taken += len(out)
         return out
+
+
+def _template(lookup: TemplateLookup, task: Task) -> TemplateLike:
+    try:
+        return lookup(task.template_id)
+    except KeyError:
+        raise KeyError(f"clean task {task.task_id} names template {task.template_id!r}, which is not registered "
+                       "(were the clean tasks extracted with another version of pipeline/templates?)") from None
 
 
 def _check_fingerprint(con: duckdb.DuckDBPyConnection, tasks: Sequence[Task]) -> None:

@@ -142,6 +142,14 @@ class SourceLookup:
                                  f'SELECT min("{column}"), max("{column}") FROM main."{table_name}"')
         return int(lo or 0), int(hi or 0)
 
+    def id_set(self, table_name: str, column: str) -> frozenset[int]:
+        """Every value of an id column (entity tables are small: patients, admissions, ICU stays)."""
+        key = ("ids", table_name, column)
+        if key not in self.memo:
+            rows = self.con.execute(f'SELECT DISTINCT "{column}" FROM main."{table_name}"').fetchall()
+            self.memo[key] = frozenset(r[0] for r in rows if r[0] is not None)
+        return self.memo[key]
+
     def exists(self, table_name: str, column: str, value: Any) -> bool:
         rows = self.con.execute(f'SELECT 1 FROM main."{table_name}" WHERE "{column}" = ? LIMIT 1',
                                 [value]).fetchall()

@@ -65,14 +65,16 @@ def copy_row(table_name: str, row: dict, new_row_id: int, changes: dict[str, str
 
 
 def dangling_id(lookup: SourceLookup, entity_table: str, column: str, rng: Random) -> int:
-    """An id shaped like the real ones (same number of digits) that the entity table does not hold."""
+    """An id shaped like the real ones (within their range) that the entity table does not hold."""
+    taken = lookup.id_set(entity_table, column)
     lo, hi = lookup.id_range(entity_table, column)
     lo, hi = max(lo, 1), max(hi, lo + 10)
-    for _ in range(200):
-        candidate = rng.randint(lo, hi)
-        if not lookup.exists(entity_table, column, candidate):
-            return candidate
-    return hi + rng.randint(1, 9999)  # a dense id range: step past its end
+    if len(taken) < (hi - lo + 1) // 2:  # sparse ids (MIMIC-IV's): a random one is almost surely free
+        for _ in range(100):
+            candidate = rng.randint(lo, hi)
+            if candidate not in taken:
+                return candidate
+    return hi + rng.randint(1, hi - lo + 1)  # dense ids (a generator's 1..n): step past the largest
 
 
 def pick(rows: list, k: int, rng: Random) -> list:

@@ -37,7 +37,7 @@ class NoiseConfig:
     # How far (absolute) a realised type share may drift from its target before the mix is flagged.
     tolerance: float = 0.05
     twins_per_type: int = 3  # at most this many twins of one type per clean task (distinct parameters)
-    drafts_per_type: int = 8  # candidates proven per clean task and type before giving up on it
+    drafts_per_type: int = 6  # candidates proven per clean task and type before giving up on it
     max_patch_rows: int = 500  # a patch touching more rows is dropped (patch_too_large)
     # Stop drafting a noise type for a template after this many failed proofs without one success:
     # the template's shape rules the noise out (reported, not silently skipped).

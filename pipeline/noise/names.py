@@ -22,6 +22,7 @@ class NameSource:
     name: str  # the expression giving an event's name
     dictionary: tuple[str, str] | None = None  # (table, column) listing every known name, if any
     tables: tuple[str, ...] = ()  # the tables ``events`` reads (all must be present to use it)
+    made_up: tuple[str, ...] = ()  # names this source does not hold (default: MADE_UP_NAMES of the kind)
 
     def names_sql(self, subject_id: int | None = None) -> str:
         where = f" WHERE e.subject_id = {int(subject_id)}" if subject_id is not None else ""
@@ -32,8 +33,8 @@ class NameSource:
         return f"SELECT count(*) FROM {self.events} WHERE {self.name} = {literal}{scope}"
 
 
-def _src(kind, events, name, dictionary=None, tables=()) -> NameSource:
-    return NameSource(kind, events, name, dictionary, tables)
+def _src(kind, events, name, dictionary=None, tables=(), made_up=()) -> NameSource:
+    return NameSource(kind, events, name, dictionary, tables, made_up)
 
 
 K = SlotKind
@@ -62,6 +63,16 @@ NAME_SOURCES: tuple[NameSource, ...] = (
     _src(K.PROCEDURE, "hcpcsevents AS e", "e.short_description", None, ("hcpcsevents",)),
     _src(K.ORGANISM, "microbiologyevents AS e", "e.org_name", None, ("microbiologyevents",)),
     _src(K.ORGANISM, "microbiologyevents AS e", "e.test_name", None, ("microbiologyevents",)),
+    # Categories a question filters by; no dictionary lists them, so only recorded values are known.
+    _src(K.CATEGORY, "admissions AS e", "e.admission_type", None, ("admissions",),
+         ("SEMI-URGENT TRANSFER", "SCHEDULED OBSERVATION")),
+    _src(K.CATEGORY, "icustays AS e", "e.first_careunit", None, ("icustays",),
+         ("Hyperbaric Intensive Care Unit (HICU)", "Burn Stepdown Unit (BSU)")),
+    _src(K.CATEGORY, "transfers AS e", "e.careunit", None, ("transfers",),
+         ("Hyperbaric Intensive Care Unit (HICU)", "Burn Stepdown Unit (BSU)")),
+    _src(K.CATEGORY, "microbiologyevents AS e", "e.spec_type_desc", None, ("microbiologyevents",),
+         ("NAIL CLIPPING", "VITREOUS WASH")),
+    _src(K.CATEGORY, "patients AS e", "e.gender", None, ("patients",)),
 )
 
 NAMED_KINDS = frozenset(s.kind for s in NAME_SOURCES)
@@ -74,6 +85,11 @@ MADE_UP_NAMES: dict[SlotKind, tuple[str, ...]] = {
     K.PROCEDURE: ("Transhepatic bilateral sinusotomy", "Percutaneous splenic reanastomosis", "Vortex lavage"),
     K.ORGANISM: ("KLEBSIELLA VESPERENSIS", "STAPHYLOCOCCUS NOCTURNUS", "PSEUDOMONAS LATERALIS"),
 }
+
+
+def made_up_names(source: NameSource) -> tuple[str, ...]:
+    """Candidate names ``source`` does not hold (each is checked against the database before use)."""
+    return source.made_up or MADE_UP_NAMES.get(source.kind, ())
 
 
 def source_of(lookup: SourceLookup, kind: SlotKind, value: str) -> NameSource | None:

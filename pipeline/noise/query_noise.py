@@ -23,8 +23,8 @@ from random import Random
 
 from pipeline.noise.case import CleanCase, SourceLookup
 from pipeline.noise.edits import dangling_id, pick
-from pipeline.noise.names import MADE_UP_NAMES, NAME_SOURCES, NAMED_KINDS, dictionary_names, known_anywhere, recorded_names, \
-    source_of, stem
+from pipeline.noise.names import NAME_SOURCES, NAMED_KINDS, dictionary_names, known_anywhere, made_up_names, \
+    recorded_names, source_of, stem
 from pipeline.noise.proof import literal
 from pipeline.noise.registry import AnswerUnder, Applicability, Draft, DropReason, Effect, Injector, PremiseFact, \
     register
@@ -68,12 +68,14 @@ class NonexistentEntity(Injector):
                                              f'SELECT count(*) FROM "{entity}" WHERE "{column}" = {fake}', "==", 0),))
         for name in case.slots_of(*NAMED_KINDS):
             kind = case.slot_kinds[name]
-            names = [n for n in MADE_UP_NAMES.get(kind, ()) if not known_anywhere(lookup, kind, n)]
+            source = source_of(lookup, kind, case.slots[name])
+            if source is None:
+                continue
+            names = [n for n in made_up_names(source) if not known_anywhere(lookup, kind, n)]
             for fake in pick(names, 1, rng):
-                facts = tuple(
-                    PremiseFact(f"{s.dictionary[0] if s.dictionary else s.events.split()[0]} names "
-                                f"matching {fake!r}", _name_count_sql(s, fake), "==", 0)
-                    for s in _sources_present(lookup, kind))
+                sqls = dict.fromkeys(_name_count_sql(s, fake) for s in _sources_present(lookup, kind))
+                facts = tuple(PremiseFact(f"entries named {fake!r} ({sql.split(' FROM ')[1].split()[0]})", sql, "==", 0)
+                              for sql in sqls)
                 yield Draft(_params(slot=name, original=case.slots[name], nonexistent=fake), self.status,
                             slots=_with(case, name, fake), premise=facts, key=name)
 
@@ -109,12 +111,15 @@ class FalsePremise(Injector):
                 continue
             if subject is not None:
                 # A name other patients have, this patient never.
-                pool = recorded_names(lookup, source) - recorded_names(lookup, source, subject)
+                pool = _sorted(lookup, source, "recorded")
+                mine = recorded_names(lookup, source, subject)
                 scope = f"events of patient {subject}"
             else:
-                pool = dictionary_names(lookup, source) - recorded_names(lookup, source)
+                pool = _sorted(lookup, source, "dictionary_only")
+                mine = frozenset()
                 scope = "events of any patient"
-            for other in pick(sorted(pool), NAMES_TRIED, rng):
+            others = [n for n in pick(pool, NAMES_TRIED + len(mine), rng) if n not in mine][:NAMES_TRIED]
+            for other in others:
                 facts = (
                     PremiseFact(f"{scope} named {other!r}", source.count_sql(literal(other), subject), "==", 0),
                     PremiseFact(f"names {other!r} known to the database",
@@ -125,6 +130,17 @@ class FalsePremise(Injector):
 
     def accepted(self, case, draft, effect: Effect, answer_under: AnswerUnder):
         return (Outcome(Status.INVALID_PREMISE),) if effect.no_answer else DropReason.ANSWER_STILL_DEFINED
+
+
+def _sorted(lookup: SourceLookup, source, which: str) -> list[str]:
+    """Recorded names, or dictionary names never recorded, as a sorted list (cached: seeded picks need
+    a fixed order)."""
+    key = ("sorted", which, source.events, source.name)
+    if key not in lookup.memo:
+        names = recorded_names(lookup, source) if which == "recorded" else \
+            dictionary_names(lookup, source) - recorded_names(lookup, source)
+        lookup.memo[key] = sorted(names)
+    return lookup.memo[key]
 
 
 def _known_sql(source, name: str, *, recorded: bool) -> str:

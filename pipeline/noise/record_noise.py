@@ -47,6 +47,8 @@ class MissingEvidence(Injector):
 
     def drafts(self, case: CleanCase, lookup: SourceLookup, rng: Random) -> Iterator[Draft]:
         tables = fact_tables(case)
+        if not tables:
+            return  # the answer is a fact of the named entity's own row: hiding it is query-level noise
         groups = [tables] + ([[t] for t in tables] if len(tables) > 1 else [])
         for group in groups:
             refs = tuple(row_ref(t, r) for t in group for r in case.evidence_rows(t))
@@ -99,14 +101,13 @@ class ConflictingDuplicate(Injector):
     noise_type = NoiseType.CONFLICTING_DUPLICATE
     status = Status.CONFLICTING_EVIDENCE
     applies = Applicability(
+        needs_rows=True,
         excluded=frozenset((Level.POPULATION, op) for op in (Operation.COUNT, Operation.EXISTENCE, Operation.TOP_N,
                                                               Operation.RETRIEVAL)),
         note="needs an evidence row with a fact column; a cohort count or ranking counts each patient, admission "
              "or stay once however many rows it has, so a duplicated row changes nothing there")
 
     def drafts(self, case: CleanCase, lookup: SourceLookup, rng: Random) -> Iterator[Draft]:
-        if _counts_nothing(case):
-            return
         answer_cols, read_cols = lookup.referenced_columns(case.task.template_id, case.task.gold_sql)
         rank = _column_rank(answer_cols, read_cols)
         candidates: list[tuple[str, dict, str]] = []
@@ -160,11 +161,6 @@ def _column_rank(answer_cols: frozenset[str], read_cols: frozenset[str]):
     return lambda col: 0 if col in answer_cols else (2 if col in read_cols else 1)
 
 
-def _counts_nothing(case: CleanCase) -> bool:
-    """A count or yes/no whose evidence is only the anchor row (a zero, a 'no'): no row to duplicate."""
-    op = getattr(case.template, "operation", None)
-    return op in (Operation.COUNT, Operation.EXISTENCE) and not fact_tables(case)
-
 
 def _smallest_group(rows: list[dict], link_cols: list[str], rng: Random) -> list[dict]:
     """The evidence rows of one cohort member (a stay, admission or patient) with the fewest rows.
@@ -216,7 +212,7 @@ def _shifted(value, shift: timedelta):
 class OrphanedRecord(Injector):
     noise_type = NoiseType.ORPHANED_RECORD
     status = Status.INCONSISTENT_RECORD
-    applies = Applicability(note="needs evidence rows that link to a patient, admission or stay")
+    applies = Applicability(needs_rows=True, note="needs evidence rows that link to a patient, admission or stay")
 
     def drafts(self, case: CleanCase, lookup: SourceLookup, rng: Random) -> Iterator[Draft]:
         named = case.slot_kinds.values()

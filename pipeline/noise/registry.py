@@ -47,6 +47,9 @@ class Applicability:
     # (task level, operation) pairs where the noise changes nothing a robust agent could notice.
     excluded: frozenset[tuple[Level, Operation]] = frozenset()
     needs_measure: bool = False  # the template names the (table, value, unit) its answer rests on
+    # A count of 0 or a "no" rests on no rows (its evidence is the anchor row): nothing to hide,
+    # duplicate or detach.
+    needs_rows: bool = False
     needs_slot: frozenset[SlotKind] = frozenset()  # the template has a slot of one of these kinds
     note: str = ""  # why the limits are what they are (shown in docs and metadata)
 
@@ -64,11 +67,17 @@ class Applicability:
             return f"operation_{operation}"
         if operation is not None and (t.level, Operation(operation)) in self.excluded:
             return f"{t.level}_{operation}"
+        if self.needs_rows and operation in (Operation.COUNT, Operation.EXISTENCE) and _is_zero(t.answer):
+            return "answer_rests_on_no_rows"
         if self.needs_measure and measure_of(case.template) is None:
             return "no_measure"
         if self.needs_slot and not case.slots_of(*self.needs_slot):
             return "no_slot_" + "_or_".join(sorted(self.needs_slot))
         return None
+
+
+def _is_zero(answer: AnswerValue | None) -> bool:
+    return answer is not None and (answer.number == 0 or answer.boolean is False)
 
 
 @dataclass(frozen=True)
