@@ -70,14 +70,30 @@ class NoiseConfig:
         return self.level_shares.get(NOISE_LEVEL_OF[noise_type], 0.0) * self.type_shares.get(noise_type, 0.0)
 
 
-def targets(config: NoiseConfig) -> dict[NoiseType, int]:
-    """Twins to aim for per noise type: shares of ``target_pairs``, rounded by largest remainder."""
-    exact = {t: config.target_pairs * config.share(t) for t in NoiseType}
-    out = {t: int(v) for t, v in exact.items()}
-    short = config.target_pairs - sum(out.values())
-    for t in sorted(NoiseType, key=lambda t: (-(exact[t] - out[t]), list(NoiseType).index(t)))[:short]:
-        out[t] += 1
+def _largest_remainder(total: int, shares: dict) -> dict:
+    """Whole numbers proportional to ``shares`` that sum to ``total`` (ties go to the earlier key)."""
+    weight = sum(shares.values()) or 1.0
+    exact = {k: total * v / weight for k, v in shares.items()}
+    out = {k: int(v) for k, v in exact.items()}
+    keys = list(shares)
+    for k in sorted(keys, key=lambda k: (-(exact[k] - out[k]), keys.index(k)))[:total - sum(out.values())]:
+        out[k] += 1
     return out
+
+
+def targets(config: NoiseConfig) -> dict[NoiseType, int]:
+    """Twins to aim for per noise type: levels first, then types within a level, by largest remainder
+    (so levels differ by at most one twin when their shares are equal)."""
+    per_level = _largest_remainder(config.target_pairs, {lv: config.level_shares.get(lv, 0.0) for lv in NoiseLevel})
+    out: dict[NoiseType, int] = {}
+    for level in NoiseLevel:
+        types = {t: config.type_shares.get(t, 0.0) for t in NoiseType if NOISE_LEVEL_OF[t] is level}
+        if sum(types.values()) == 0:
+            types = dict.fromkeys(types, 0.0)
+            out.update(types)
+            continue
+        out.update(_largest_remainder(per_level[level], types))
+    return {t: int(out.get(t, 0)) for t in NoiseType}
 
 
 Cell = tuple[Intent, Level]

@@ -192,12 +192,13 @@ def conversions_for(table: str, item: str | int | None, unit: str | None) -> tup
 
 
 def format_value(value: float) -> str:
-    """A number as a patch writes it: 7 significant digits (at least 4 decimals), no exponent.
+    """A number as a patch writes it: 9 significant digits (at least 4 decimals), no exponent.
 
-    Enough digits that converting a rewritten value back lands within any task's tolerance.
+    Enough digits that converting a rewritten value back lands within a millionth of the original,
+    far inside any task's tolerance.
     """
     if value == 0 or not math.isfinite(value):
         return "0" if value == 0 else str(value)
-    decimals = max(4, 6 - math.floor(math.log10(abs(value))))
+    decimals = max(4, 8 - math.floor(math.log10(abs(value))))
     text = f"{value:.{decimals}f}".rstrip("0").rstrip(".")
     return "0" if text in ("-0", "") else text

@@ -188,8 +188,9 @@ class OutOfWindow(Injector):
             return
         first, last = min(times.values()), max(times.values())
         scope = f"records of patient {subject}" if subject is not None else "records of any patient"
-        for direction in pick(["after", "before"], 2, rng):
-            gap = 365 * rng.randint(2, 6) + rng.randint(0, 364)
+        # Both sides of the record, each at two distances (years apart): distinct windows, same claim.
+        for direction in pick(["after", "before"], 2, rng) * 2:
+            gap = 365 * rng.randint(2, 9) + rng.randint(0, 364)
             # Whole days, so the window keeps its length and times of day.
             days = (hi - first).days + 1 + gap if direction == "after" else -((last - lo).days + 1 + gap)
             moved = {n: t + timedelta(days=days) for n, t in times.items()}
@@ -202,7 +203,7 @@ class OutOfWindow(Injector):
                                "==", 0)
             yield Draft(_params(slots="+".join(names), direction=direction, window_start=start, window_end=end,
                                 record_start=lo, record_end=hi),
-                        self.status, slots=new_slots, premise=(fact,), key=direction)
+                        self.status, slots=new_slots, premise=(fact,), key=f"{direction}:{start}")
 
     def accepted(self, case, draft, effect: Effect, answer_under: AnswerUnder):
         # "Before T" moved past the record still covers it: the gold SQL must find nothing either.

@@ -1,0 +1,206 @@
+"""Every noise type yields twins whose noise really changes what the data supports, on the demo and
+the synthetic database: a patch applied in a real DuckDB session changes the clean gold SQL's result
+and leaving it restores the clean result exactly; a changed question's premise is false or ambiguous
+when checked here, independently of the proof the builder recorded."""
+
+from datetime import datetime
+
+import duckdb
+import pytest
+
+from pipeline.answers import Unanswerable, answers_match, normalise
+from pipeline.noise.names import NAME_SOURCES
+from pipeline.noise.row_roles import ENTITY_OF_SLOT, conflict_key
+from pipeline.patching import patched
+from pipeline.templates import REGISTRY
+from pipeline.vocabulary import NOISE_LEVEL_OF, NoiseLevel, NoiseType, ProofCheck, SlotKind, Status
+
+DATA_TYPES = [t for t in NoiseType if NOISE_LEVEL_OF[t] is not NoiseLevel.QUERY]
+QUERY_TYPES = [t for t in NoiseType if NOISE_LEVEL_OF[t] is NoiseLevel.QUERY]
+
+
+def _answer(con, task, sql):
+    template = REGISTRY.get(task.template_id)
+    try:
+        return normalise(task.answer_type, con.execute(sql).fetchall(), decimals=template.decimals)
+    except Unanswerable:
+        return None
+
+
+def _matches_clean(clean, answer) -> bool:
+    return answer is not None and answers_match(clean.answer_type, clean.answer, answer,
+                                                tolerance=clean.tolerance, unit=clean.unit)
+
+
+def _twins(built, noise_type):
+    db, clean, result = built
+    by_id = {t.task_id: t for t in clean}
+    twins = [t for t in result.twins if t.noise_type is noise_type]
+    assert twins, f"no {noise_type} twin was built (dropped: {dict(result.dropped)})"
+    return db, [(by_id[t.clean_task_id], t) for t in twins]
+
+
+@pytest.mark.parametrize("noise_type", DATA_TYPES, ids=str)
+def test_the_patch_changes_the_gold_answer_and_leaving_it_restores_the_clean_rows_exactly(built, noise_type):
+    db, pairs = _twins(built, noise_type)
+    with duckdb.connect(str(db), read_only=True) as con:
+        for clean, twin in pairs[:25]:
+            assert twin.gold_sql == clean.gold_sql and twin.question == clean.question
+            before = con.execute(clean.gold_sql).fetchall()
+            with patched(con, twin.patch):
+                noisy = _answer(con, clean, clean.gold_sql)
+            after = con.execute(clean.gold_sql).fetchall()
+            assert not _matches_clean(clean, noisy), f"{twin.task_id}: the patch leaves the answer {noisy}"
+            assert after == before, f"{twin.task_id}: leaving the patch did not restore the clean rows"
+            assert _matches_clean(clean, _answer(con, clean, clean.gold_sql))
+
+
+@pytest.mark.parametrize("noise_type", DATA_TYPES, ids=str)
+def test_the_patch_touches_only_the_evidence_it_targets(built, noise_type):
+    db, pairs = _twins(built, noise_type)
+    with duckdb.connect(str(db), read_only=True) as con:
+        for clean, twin in pairs:
+            evidence = {(r.table, r.row_id) for r in clean.evidence}
+            assert {(r.table, r.row_id) for r in twin.patch.hide} <= evidence
+            assert {(u.table, u.row_id) for u in twin.patch.update} <= evidence
+            for added in twin.patch.add:
+                assert added.row_id < 0
+                given = {v.column: v.value for v in added.values}
+                keys = conflict_key(added.table)
+                ids = [r.row_id for r in clean.evidence if r.table == added.table]
+                rows = con.execute(f"SELECT {', '.join(f'CAST({k} AS VARCHAR)' for k in keys)} FROM "
+                                   f"{added.table} WHERE row_id IN (SELECT unnest(?))", [ids]).fetchall()
+                assert tuple(given[k] for k in keys) in rows, f"{twin.task_id}: the added row copies no evidence key"
+
+
+def _entity_missing(con, twin, params):
+    kind = REGISTRY.get(twin.template_id).slots[params["slot"]]
+    if kind in ENTITY_OF_SLOT:
+        table, column = ENTITY_OF_SLOT[kind]
+        return con.execute(f"SELECT count(*) FROM {table} WHERE {column} = ?",
+                           [int(params["nonexistent"])]).fetchone()[0] == 0
+    name = params["nonexistent"].lower()
+    for source in NAME_SOURCES:
+        if source.kind is kind:
+            try:
+                found = con.execute(f"SELECT count(*) FROM {source.events} WHERE lower({source.name}) = ?",
+                                    [name]).fetchone()[0]
+            except duckdb.CatalogException:
+                continue  # a table the database lacks knows no name
+            if found:
+                return False
+    return True
+
+
+def _never_for_patient(con, twin, params):
+    kind = REGISTRY.get(twin.template_id).slots[params["slot"]]
+    name = params["presumed"]
+    counts = []
+    for source in NAME_SOURCES:
+        if source.kind is kind:
+            try:
+                scope = f" AND e.subject_id = {twin.subject_id}" if twin.subject_id is not None else ""
+                counts.append((con.execute(f"SELECT count(*) FROM {source.events} WHERE {source.name} = ?{scope}",
+                                           [name]).fetchone()[0], source))
+            except duckdb.CatalogException:
+                continue
+    return all(n == 0 for n, _ in counts)
+
+
+def _window_outside_record(con, twin, params):
+    start, end = datetime.fromisoformat(params["window_start"]), datetime.fromisoformat(params["window_end"])
+    overlapping = con.execute("SELECT count(*) FROM admissions WHERE subject_id = ? AND admittime <= ? "
+                              "AND dischtime >= ?", [twin.subject_id, end, start]).fetchone()[0]
+    return overlapping == 0 and (start > datetime.fromisoformat(params["record_end"])
+                                 or end < datetime.fromisoformat(params["record_start"]))
+
+
+def _referents_disagree(con, clean, twin, params):
+    template = REGISTRY.get(twin.template_id)
+    slots = {s.name: s.value for s in clean.slots}
+    answers = []
+    for referent in params["referents"].split("|"):
+        answer = _answer(con, clean, template.render_sql({**slots, params["slot"]: referent}))
+        if answer is not None and not any(answers_match(clean.answer_type, a, answer, tolerance=clean.tolerance)
+                                          for a in answers):
+            answers.append(answer)
+    return len(answers) >= 2
+
+
+PREMISE_HOLDS_FALSE = {
+    NoiseType.NONEXISTENT_ENTITY: lambda con, clean, twin, p: _entity_missing(con, twin, p),
+    NoiseType.FALSE_PREMISE: lambda con, clean, twin, p: _never_for_patient(con, twin, p),
+    NoiseType.OUT_OF_WINDOW: lambda con, clean, twin, p: _window_outside_record(con, twin, p),
+    NoiseType.AMBIGUOUS_REFERENCE: _referents_disagree,
+}
+
+
+@pytest.mark.parametrize("noise_type", QUERY_TYPES, ids=str)
+def test_the_changed_question_has_a_false_or_ambiguous_premise_on_the_unchanged_database(built, noise_type):
+    db, pairs = _twins(built, noise_type)
+    with duckdb.connect(str(db), read_only=True) as con:
+        for clean, twin in pairs[:25]:
+            params = {p.name: p.value for p in twin.noise_params}
+            assert twin.patch.is_empty and twin.question != clean.question
+            assert PREMISE_HOLDS_FALSE[noise_type](con, clean, twin, params), f"{twin.task_id}: premise holds"
+            expected = ProofCheck.REFERENCE_AMBIGUOUS if noise_type is NoiseType.AMBIGUOUS_REFERENCE \
+                else ProofCheck.PREMISE_FALSE
+            assert twin.proof.check == expected and twin.proof.passed
+
+
+@pytest.mark.parametrize("noise_type", [NoiseType.FALSE_PREMISE, NoiseType.OUT_OF_WINDOW], ids=str)
+def test_a_presumed_event_or_window_leaves_the_rerendered_gold_sql_without_an_answer(built, noise_type):
+    db, pairs = _twins(built, noise_type)
+    with duckdb.connect(str(db), read_only=True) as con:
+        for clean, twin in pairs[:25]:
+            answer = _answer(con, clean, twin.gold_sql)
+            assert answer is None or answer.number == 0 or answer.boolean is False, twin.task_id
+
+
+def test_an_ambiguous_admission_names_no_admission_id(built):
+    _, pairs = _twins(built, NoiseType.AMBIGUOUS_REFERENCE)
+    by_admission = [(c, t) for c, t in pairs
+                    if REGISTRY.get(t.template_id).slots.get(
+                        {p.name: p.value for p in t.noise_params}["slot"]) is SlotKind.ADMISSION]
+    if not by_admission:
+        pytest.skip("no admission-reference twin among the sampled tasks")
+    for clean, twin in by_admission:
+        hadm = {s.name: s.value for s in clean.slots}["hadm_id"]
+        assert hadm in clean.question and hadm not in twin.question and "the hospital admission" in twin.question
+
+
+def test_every_twin_names_its_clean_task_and_states_accepted_outcomes_containing_the_expected_one(built):
+    _, clean, result = built
+    ids = {t.task_id for t in clean}
+    for twin in result.twins:
+        assert twin.clean_task_id in ids and twin.answer is None and twin.proof.passed
+        statuses = [o.status for o in twin.accepted_outcomes]
+        assert twin.expected_status in statuses and Status.ANSWERED not in statuses[:1]
+        assert twin.base_fingerprint == next(t for t in clean if t.task_id == twin.clean_task_id).base_fingerprint
+
+
+def test_a_recomputed_or_converted_answer_is_accepted_for_value_noise(built):
+    db, clean, result = built
+    by_id = {t.task_id: t for t in clean}
+    value_twins = [t for t in result.twins if t.noise_level is NoiseLevel.VALUE]
+    assert value_twins
+    with duckdb.connect(str(db), read_only=True) as con:
+        for twin in value_twins:
+            answered = [o.answer for o in twin.accepted_outcomes if o.status is Status.ANSWERED]
+            if twin.noise_type is NoiseType.UNIT_MISMATCH:
+                assert answered in ([], [by_id[twin.clean_task_id].answer])
+                continue
+            (changed,) = {(u.table, u.row_id) for u in twin.patch.update}
+            if answered:
+                from pipeline.task_model import Patch, RowRef
+
+                with patched(con, Patch(hide=(RowRef(*changed),))):
+                    assert _answer(con, by_id[twin.clean_task_id], twin.gold_sql) == answered[0]
+            else:
+                assert Status.NO_EVIDENCE in [o.status for o in twin.accepted_outcomes]
+
+
+def test_unit_mismatch_twins_accept_the_clean_answer_when_converting_back_restores_it(built):
+    _, _, result = built
+    unit = [t for t in result.twins if t.noise_type is NoiseType.UNIT_MISMATCH]
+    assert unit and all(any(o.status is Status.ANSWERED for o in t.accepted_outcomes) for t in unit)
