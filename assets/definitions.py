@@ -2,10 +2,16 @@
 
 import dagster as dg
 
-from assets import source
+from assets import noise, release, source, templates
 from assets.resources import ProjectPaths
 
+STAGES = (source, templates, noise, release)
+
 defs = dg.Definitions(
-    assets=[*source.ASSETS],
+    assets=[a for stage in STAGES for a in stage.ASSETS],
+    asset_checks=[c for stage in STAGES for c in getattr(stage, "CHECKS", [])],
+    jobs=list(release.JOBS),
+    schedules=list(release.SCHEDULES),
+    sensors=list(release.SENSORS),
     resources={"paths": ProjectPaths()},
 )
