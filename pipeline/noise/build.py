@@ -13,7 +13,7 @@ tasks, database and seed give the same twins in the same order.
 import hashlib
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import islice
@@ -188,14 +188,19 @@ def _cell_order(cell: Cell) -> tuple[int, str]:
 
 def build_pairs(db: duckdb.DuckDBPyConnection | str | Path, clean_tasks: Sequence[Task],
                 config: NoiseConfig = NoiseConfig(), seed: int = 0, *,
+                levels: Iterable[NoiseLevel | str] | None = None,
                 templates: TemplateLookup | None = None,
                 progress: Callable[[str], None] | None = None) -> NoiseResult:
     """Noisy twins of ``clean_tasks`` on the source database ``db`` (a path or an open connection).
 
-    ``templates`` maps a template id to its template (default: the registry in
-    ``pipeline.templates``). Returns the proven twins, the candidates dropped and why, the clean
-    tasks each noise type does not apply to, and the realised mix.
+    ``levels`` builds only those noise levels, each to its share of ``config.target_pairs`` (a type
+    that falls short hands its remainder to the other types built in the same call). ``templates``
+    maps a template id to its template (default: the registry in ``pipeline.templates``). Returns the
+    proven twins, the candidates dropped and why, the clean tasks each noise type does not apply to,
+    and the realised mix.
     """
+    wanted = set(NoiseLevel) if levels is None else {NoiseLevel(lv) for lv in levels}
+    chosen = [inj for inj in injectors() if inj.level in wanted]
     say = progress or (lambda _msg: None)
     lookup_template = templates or _default_templates()
     with _connection(db) as con:
@@ -210,7 +215,7 @@ def build_pairs(db: duckdb.DuckDBPyConnection | str | Path, clean_tasks: Sequenc
 
         skipped: Counter = Counter()
         pools: dict[NoiseType, dict[Cell, list[CleanCase]]] = {}
-        for inj in injectors():
+        for inj in chosen:
             cells: dict[Cell, list[CleanCase]] = {}
             for case in cases:
                 why = inj.applies.why_not(case)
@@ -223,15 +228,14 @@ def build_pairs(db: duckdb.DuckDBPyConnection | str | Path, clean_tasks: Sequenc
                 _rng(seed, "cell", inj.noise_type.value, *cell).shuffle(members)
             pools[inj.noise_type] = cells
 
-        streams = {inj.noise_type: _TypeStream(b, inj, pools[inj.noise_type], config.balance)
-                   for inj in injectors()}
-        goal = targets(config)
+        streams = {inj.noise_type: _TypeStream(b, inj, pools[inj.noise_type], config.balance) for inj in chosen}
+        goal = {t: n for t, n in targets(config).items() if t in streams}
         twins: list[Task] = []
         for noise_type, stream in streams.items():
             twins += stream.take(goal[noise_type])
             say(f"{noise_type.value}: {stream.taken} of {goal[noise_type]} twins")
         # Types that fell short hand their remainder to the others, one twin at a time.
-        short = config.target_pairs - len(twins)
+        short = sum(goal.values()) - len(twins)
         open_streams = [s for s in streams.values() if not s.exhausted]
         while short > 0 and open_streams:
             for s in list(open_streams):

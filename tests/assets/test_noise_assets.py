@@ -1,0 +1,87 @@
+"""The noise group materializes on the real demo: one Parquet file of proven twins per noise level."""
+
+import shutil
+
+import dagster as dg
+import pytest
+
+from assets.noise import ASSETS, CHECKS
+from assets.noise.assets import NoiseCheck, noise_pairs
+from assets.resources import ProjectPaths
+from pipeline.noise.task_files import read_twins, twins_path
+from pipeline.templates import extract_clean_tasks
+from pipeline.templates.summary import write_clean_tasks
+from pipeline.vocabulary import NOISE_LEVEL_OF, AssetName, Group, Intent, NoiseLevel
+
+TARGET = 90  # 30 twins per level
+
+
+@pytest.fixture(scope="module")
+def demo_paths(tmp_path_factory, demo_full_db) -> ProjectPaths:
+    paths = ProjectPaths(data_dir=str(tmp_path_factory.mktemp("noise_assets") / "data"))
+    paths.source_db.parent.mkdir(parents=True)
+    shutil.copy(demo_full_db, paths.source_db)
+    paths.clean_tasks_dir.mkdir(parents=True)
+    clean = extract_clean_tasks(paths.source_db, tasks_per_template=2, seed=0).tasks
+    for intent in Intent:
+        write_clean_tasks([t for t in clean if t.intent is intent], paths.clean_tasks_dir / f"{intent.value}.parquet")
+    return paths
+
+
+def _materialize(paths, level: NoiseLevel, **config) -> dg.ExecuteInProcessResult:
+    return dg.materialize(
+        [noise_pairs, *CHECKS], partition_key=level.value, resources={"paths": paths},
+        run_config={"ops": {AssetName.NOISE_PAIRS.value: {"config": {"target_pairs": TARGET, **config}}}})
+
+
+@pytest.fixture(scope="module")
+def runs(demo_paths):
+    return {level: _materialize(demo_paths, level) for level in NoiseLevel}
+
+
+def _checks(result) -> dict[str, dg.AssetCheckEvaluation]:
+    return {e.check_name: e for e in result.get_asset_check_evaluations()}
+
+
+def test_the_asset_is_in_the_noise_group_partitioned_by_level_after_the_clean_tasks():
+    (spec,) = [s for a in ASSETS for s in a.specs]
+    assert spec.key.to_user_string() == AssetName.NOISE_PAIRS.value and spec.group_name == Group.NOISE.value
+    assert set(noise_pairs.partitions_def.get_partition_keys()) == {lv.value for lv in NoiseLevel}
+    assert {d.asset_key.to_user_string() for d in spec.deps} == {AssetName.CLEAN_TASKS.value,
+                                                                 AssetName.SOURCE_DATABASE.value}
+
+
+@pytest.mark.parametrize("level", list(NoiseLevel), ids=str)
+def test_each_level_writes_its_proven_twins_and_passes_its_checks(demo_paths, runs, level):
+    result = runs[level]
+    assert result.success
+    twins = read_twins(twins_path(demo_paths.noise_dir, level))
+    assert len(twins) == TARGET // 3 and {t.noise_level for t in twins} == {level}
+    assert {t.noise_type for t in twins} == {t for t in NOISE_LEVEL_OF if NOISE_LEVEL_OF[t] is level}
+    checks = _checks(result)
+    for name in (NoiseCheck.TWINS_PROVEN, NoiseCheck.EVERY_TYPE_BUILT, NoiseCheck.TWINS_RECHECK):
+        assert checks[name].passed, (name, checks[name].metadata)
+    assert checks[NoiseCheck.TWINS_RECHECK].metadata["twins_rechecked"].value > 0
+
+
+def test_the_metadata_shows_counts_drops_and_pairs_side_by_side(runs):
+    (mat,) = runs[NoiseLevel.VALUE].asset_materializations_for_node(AssetName.NOISE_PAIRS.value)
+    md = mat.metadata
+    assert md["twins"].value == TARGET // 3 and md["target"].value == TARGET // 3
+    assert "| intent | level | missing_evidence |" in md["counts_intent_level_noise_type"].value
+    assert "| noise type | reason | dropped | example |" in md["dropped_why"].value or md["dropped"].value == 0
+    sample = md["sample_pairs"].value
+    assert "| noise | clean question | clean answer | noisy question | what changed | expected outcome |" in sample
+    assert "implausible_value" in sample and "unit_mismatch" in sample
+
+
+def test_rematerializing_with_the_same_seed_writes_the_same_bytes(demo_paths, runs):
+    path = twins_path(demo_paths.noise_dir, NoiseLevel.QUERY)
+    before = path.read_bytes()
+    assert _materialize(demo_paths, NoiseLevel.QUERY).success
+    assert path.read_bytes() == before
+
+
+def test_inconsistent_shares_fail_the_run_with_the_reason(demo_paths):
+    with pytest.raises(Exception, match="level_shares must sum to 1"):
+        _materialize(demo_paths, NoiseLevel.RECORD, level_shares={"record": 0.9})
