@@ -35,7 +35,7 @@ from pipeline.release.splits import assign_splits, normalise_shares
 from pipeline.release.task_files import read_tasks, tasks_table, write_tasks
 from pipeline.source_db import read_source_info
 from pipeline.task_model import tasks_from_arrow
-from pipeline.vocabulary import AssetName, Group, Intent, Split
+from pipeline.vocabulary import AssetName, Group, Intent, NoiseType, Split
 
 CANDIDATE_DIR = "release_candidate"
 SETTINGS = "settings.json"
@@ -51,7 +51,11 @@ class ReleaseCandidateConfig(dg.Config):
     train_share: float = 0.8
     validation_share: float = 0.1
     test_share: float = 0.1
-    # Configured share per noise type; empty: the noise stage's defaults (pipeline.noise.mix.NoiseConfig).
+    # The noise mix, as the noise stage is configured (same names as noise_pairs' config, so a setting
+    # given to both reaches both): share per noise level, per type within its level; empty: equal.
+    level_shares: dict[str, float] = {}
+    type_shares: dict[str, float] = {}
+    # Or the share per noise type directly (overrides the two above).
     noise_type_shares: dict[str, float] = {}
 
 
@@ -64,13 +68,15 @@ class ReleaseConfig(dg.Config):
     redistributable: Optional[bool] = None
 
 
-def default_noise_shares() -> dict[str, float]:
+def configured_noise_shares(config: ReleaseCandidateConfig) -> dict[str, float]:
+    """Share per noise type the twins are checked against."""
+    if config.noise_type_shares:
+        return dict(config.noise_type_shares)
     from pipeline.noise.mix import NoiseConfig
 
-    config = NoiseConfig()
-    from pipeline.vocabulary import NoiseType
-
-    return {t.value: config.share(t) for t in NoiseType if config.share(t) > 0}
+    given = {k: v for k, v in (("level_shares", config.level_shares), ("type_shares", config.type_shares)) if v}
+    noise = NoiseConfig(**given)
+    return {t.value: noise.share(t) for t in NoiseType if noise.share(t) > 0}
 
 
 def _not_evaluated(why: str) -> ContractResult:
@@ -99,7 +105,7 @@ def release_candidate(context: dg.AssetExecutionContext, config: ReleaseCandidat
         subjects = {r[0] for r in con.execute("SELECT DISTINCT subject_id FROM patients").fetchall()}
     disabled = set(info.details.get("intents_disabled") or [])
     intents = [i.value for i in Intent if i.value not in disabled]
-    noise_shares = dict(config.noise_type_shares) or default_noise_shares()
+    noise_shares = configured_noise_shares(config)
     shares = normalise_shares({"train": config.train_share, "validation": config.validation_share,
                                "test": config.test_share})
     target = candidate_dir(paths)

@@ -8,9 +8,17 @@ import polars as pl
 
 from assets.release.contract_results import contract_check_result
 from assets.resources import ProjectPaths
-from pipeline.contracts import Contract, check_clean_tasks, check_source_database, results_markdown
+from pipeline.contracts import (
+    Contract,
+    check_clean_tasks,
+    check_noisy_twins,
+    check_pairs,
+    check_source_database,
+    results_markdown,
+    split_by_variant,
+)
 from pipeline.release import resolve_release
-from pipeline.release.assembly import read_task_files
+from pipeline.release.assembly import pair_up, read_task_files, task_files
 from pipeline.release.task_files import sha256_file
 from pipeline.source_db import read_source_info
 from pipeline.vocabulary import AssetName, Intent, Split
@@ -55,9 +63,38 @@ def clean_tasks_contract(paths: ProjectPaths) -> dg.AssetCheckResult:
     if table is None:
         return dg.AssetCheckResult(passed=False, severity=dg.AssetCheckSeverity.ERROR,
                                    metadata={"problem": f"no clean task file under {paths.clean_tasks_dir}"})
+    return contract_check_result(check_clean_tasks(table, source_fingerprint=_fingerprint(paths),
+                                                   intents=sorted(present)))
+
+
+def _fingerprint(paths: ProjectPaths) -> str:
     with duckdb.connect(str(paths.source_db), read_only=True) as con:
-        fingerprint = read_source_info(con).fingerprint
-    return contract_check_result(check_clean_tasks(table, source_fingerprint=fingerprint, intents=sorted(present)))
+        return read_source_info(con).fingerprint
+
+
+# Like clean_tasks_contract, not partitioned: after each noise level's run it re-reads every level
+# file written so far. The mix is checked on the release candidate, once every level is built.
+@dg.multi_asset_check(
+    specs=[dg.AssetCheckSpec(f"{c.value}_contract", asset=AssetName.NOISE_PAIRS.value, blocking=True,
+                             description=f"data_contracts/{c.value}.json on the twins written so far")
+           for c in (Contract.NOISY_TWINS, Contract.PAIRS)],
+)
+def noise_contracts(paths: ProjectPaths):
+    """Twins meet their contract (proof, patch, vocabulary), and each names a clean task that exists."""
+    twins = read_task_files(task_files(paths.noise_dir))
+    clean = read_task_files(task_files(paths.clean_tasks_dir))
+    if twins is None or clean is None:
+        for c in (Contract.NOISY_TWINS, Contract.PAIRS):
+            yield dg.AssetCheckResult(check_name=f"{c.value}_contract", passed=False,
+                                      asset_key=AssetName.NOISE_PAIRS.value, severity=dg.AssetCheckSeverity.ERROR,
+                                      metadata={"problem": f"no task files under {paths.noise_dir} or "
+                                                           f"{paths.clean_tasks_dir}"})
+        return
+    asset = AssetName.NOISE_PAIRS.value
+    yield contract_check_result(check_noisy_twins(twins, source_fingerprint=_fingerprint(paths)), asset)
+    # Only the clean tasks some twin names: the others are not pairs and never reach a release.
+    pairs = pair_up(split_by_variant(clean)[0], twins)
+    yield contract_check_result(check_pairs(pairs.clean, pairs.twins), asset)
 
 
 def read_back_problems(release_dir) -> tuple[list[str], dict]:
@@ -97,4 +134,4 @@ def release_reads_back(paths: ProjectPaths) -> dg.AssetCheckResult:
     })
 
 
-CHECKS = [source_tables_contract, clean_tasks_contract, release_reads_back]
+CHECKS = [source_tables_contract, clean_tasks_contract, noise_contracts, release_reads_back]

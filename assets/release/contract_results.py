@@ -9,10 +9,12 @@ def contract_check_name(contract: Contract | str) -> str:
     return f"{Contract(contract).value}_contract"
 
 
-def contract_check_result(result: ContractResult) -> dg.AssetCheckResult:
+def contract_check_result(result: ContractResult, asset_key: str | None = None) -> dg.AssetCheckResult:
+    """Failed when any expectation failed; ERROR severity (which blocks) only when a critical one did."""
     blocking = result.blocking_failures
     return dg.AssetCheckResult(
         check_name=contract_check_name(result.contract),
+        asset_key=asset_key,
         passed=not result.failures,
         severity=dg.AssetCheckSeverity.ERROR if blocking else dg.AssetCheckSeverity.WARN,
         metadata={

@@ -52,7 +52,8 @@ def test_build_runs_source_to_release_on_the_synthetic_default(tmp_path, capsys)
     code = run(args, defs=defs)
     out, err = capsys.readouterr()
     assert code == 0, err[-3000:]
-    assert "source_database ok" in err and "release ok" in err
+    for step in ("source_database", "clean_tasks[laboratory]", "noise_pairs[query]", "release_candidate", "release"):
+        assert f"] {step} ok in" in err, step
     manifest = json.loads((tmp_path / "rel" / "1.0.0" / "manifest.json").read_text())
     assert f"release 1.0.0: {tmp_path / 'rel' / '1.0.0'}" in out
     assert f"| **all** | |" in out and f"tasks: {manifest['counts']['total']}" in out

@@ -199,6 +199,23 @@ def test_the_clean_tasks_check_guards_the_clean_tasks_asset(broken, table, demo_
             evaluation.metadata["failures"].value
 
 
+@pytest.mark.parametrize("broken", [False, True])
+def test_the_noise_checks_guard_the_noise_asset(broken, table, demo_db, tmp_path):
+    from assets.release.checks import noise_contracts
+
+    proof_break = next(b for b in BREAKS if b.name == "proof_missing")
+    paths = _stage_outputs(proof_break.breaker(table) if broken else table, demo_db, tmp_path)
+    result = dg.materialize(EVERYTHING, selection=dg.AssetSelection.checks(noise_contracts),
+                            resources={"paths": paths}, raise_on_error=False)
+    evaluations = _evaluations(result)
+    assert evaluations["pairs_contract"].passed
+    twins = evaluations["noisy_twins_contract"]
+    assert twins.passed is not broken
+    if broken:
+        assert "| noisy_twins | tasks | expect_column_values_to_be_null | proof_problem | critical | 1 |" in \
+            twins.metadata["failures"].value
+
+
 def test_the_graph_runner_stops_at_a_failed_blocking_check(table, demo_db, tmp_path):
     paths = _stage_outputs(BREAKS[-1].breaker(table), demo_db, tmp_path)  # a twin without proof
     defs = dg.Definitions(assets=release_stage.ASSETS, asset_checks=release_stage.CHECKS,
