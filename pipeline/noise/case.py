@@ -43,8 +43,6 @@ class TemplateLike(Protocol):
 
     def render_sql(self, slots: dict[str, str]) -> str: ...
 
-    def render_evidence_sql(self, slots: dict[str, str]) -> str: ...
-
 
 def measure_of(template: TemplateLike) -> tuple[str, str, str | None] | None:
     """``(table, value_column, unit_column)`` of the value the template's answer rests on, or None."""
@@ -149,11 +147,6 @@ class SourceLookup:
             rows = self.con.execute(f'SELECT DISTINCT "{column}" FROM main."{table_name}"').fetchall()
             self.memo[key] = frozenset(r[0] for r in rows if r[0] is not None)
         return self.memo[key]
-
-    def exists(self, table_name: str, column: str, value: Any) -> bool:
-        rows = self.con.execute(f'SELECT 1 FROM main."{table_name}" WHERE "{column}" = ? LIMIT 1',
-                                [value]).fetchall()
-        return bool(rows)
 
     def distinct_values(self, table_name: str, column: str, *, where: str = "", limit: int = 2000) -> list:
         """Distinct non-null values of a column, in sorted order (deterministic), at most ``limit``."""

@@ -63,7 +63,7 @@ class NonexistentEntity(Injector):
             entity, column = ENTITY_OF_SLOT[case.slot_kinds[name]]
             fake = dangling_id(lookup, entity, column, rng)
             yield Draft(_params(slot=name, original=case.slots[name], nonexistent=fake), self.status,
-                        slots=_with(case, name, str(fake)), key=name,
+                        slots=_with(case, name, str(fake)),
                         premise=(PremiseFact(f"{entity} rows with {column} = {fake}",
                                              f'SELECT count(*) FROM "{entity}" WHERE "{column}" = {fake}', "==", 0),))
         for name in case.slots_of(*NAMED_KINDS):
@@ -77,7 +77,7 @@ class NonexistentEntity(Injector):
                 facts = tuple(PremiseFact(f"entries named {fake!r} ({sql.split(' FROM ')[1].split()[0]})", sql, "==", 0)
                               for sql in sqls)
                 yield Draft(_params(slot=name, original=case.slots[name], nonexistent=fake), self.status,
-                            slots=_with(case, name, fake), premise=facts, key=name)
+                            slots=_with(case, name, fake), premise=facts)
 
 
 def _sources_present(lookup: SourceLookup, kind: SlotKind):
@@ -126,7 +126,7 @@ class FalsePremise(Injector):
                                 _known_sql(source, other, recorded=subject is not None), ">=", 1),
                 )
                 yield Draft(_params(slot=name, original=case.slots[name], presumed=other, scope=scope),
-                            self.status, slots=_with(case, name, other), premise=facts, key=f"{name}:{other}")
+                            self.status, slots=_with(case, name, other), premise=facts)
 
     def accepted(self, case, draft, effect: Effect, answer_under: AnswerUnder):
         return (Outcome(Status.INVALID_PREMISE),) if effect.no_answer else DropReason.ANSWER_STILL_DEFINED
@@ -203,7 +203,7 @@ class OutOfWindow(Injector):
                                "==", 0)
             yield Draft(_params(slots="+".join(names), direction=direction, window_start=start, window_end=end,
                                 record_start=lo, record_end=hi),
-                        self.status, slots=new_slots, premise=(fact,), key=f"{direction}:{start}")
+                        self.status, slots=new_slots, premise=(fact,))
 
     def accepted(self, case, draft, effect: Effect, answer_under: AnswerUnder):
         # "Before T" moved past the record still covers it: the gold SQL must find nothing either.
@@ -258,7 +258,7 @@ class AmbiguousReference(Injector):
             )
             yield Draft(_params(slot=name, original=case.slots[name], reference=phrase,
                                 referents="|".join(chosen)),
-                        self.status, slots=dict(case.slots), premise=facts, key=name,
+                        self.status, slots=dict(case.slots), premise=facts,
                         question=question,
                         gold_sql=f'SELECT "{column}" FROM "{table}" WHERE subject_id = {int(subject)} ORDER BY 1')
 
@@ -294,7 +294,7 @@ class AmbiguousReference(Injector):
                 )
                 yield Draft(_params(slot=name, original=case.slots[name], reference=s,
                                     referents="|".join(chosen)),
-                            self.status, slots=_with(case, name, s), premise=facts, key=f"{name}:{s}",
+                            self.status, slots=_with(case, name, s), premise=facts,
                             gold_sql=f"SELECT DISTINCT {source.name} FROM {source.events} WHERE {source.name} LIKE "
                                      f"{pattern}" + (f" AND e.subject_id = {int(subject)}" if subject else "")
                                      + " ORDER BY 1")

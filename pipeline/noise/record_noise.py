@@ -53,7 +53,7 @@ class MissingEvidence(Injector):
         for group in groups:
             refs = tuple(row_ref(t, r) for t in group for r in case.evidence_rows(t))
             yield Draft(_params(tables="+".join(group), hidden_rows=len(refs)), self.status,
-                        patch=Patch(hide=refs), key="+".join(group))
+                        patch=Patch(hide=refs))
 
     def accepted(self, case, draft, effect: Effect, answer_under: AnswerUnder):
         if not effect.no_answer:
@@ -143,7 +143,7 @@ class ConflictingDuplicate(Injector):
                 added = copy_row(name, row, -1, changes)
                 yield Draft(_params(table=name, copied_row_id=row[ROW_ID], column=col,
                                     original=sql_text(row[col]), duplicate=new),
-                            self.status, patch=Patch(add=(added,)), key=f"{name}:{row[ROW_ID]}:{col}:{new}")
+                            self.status, patch=Patch(add=(added,)))
 
 
 def _conflict_columns(case: CleanCase, name: str) -> list[str]:
@@ -232,14 +232,13 @@ class OrphanedRecord(Injector):
                 bad = dangling_id(lookup, entity, col, rng)
                 changes = tuple(ValueChange(name, int(r[ROW_ID]), col, str(bad)) for r in rows)
                 yield Draft(_params(table=name, how="dangling_link", column=col, dangling_id=bad,
-                                    rows=len(rows)), self.status, patch=Patch(update=changes),
-                            key=f"{name}:{col}")
+                                    rows=len(rows)), self.status, patch=Patch(update=changes))
             shift = _time_shift(lookup, name, rows) if roles(name).time else None
             if shift is not None:
                 changes = tuple(ValueChange(name, int(r[ROW_ID]), c, sql_text(_shifted(r[c], shift)))
                                 for r in rows for c in roles(name).time if r.get(c) is not None)
                 yield Draft(_params(table=name, how="time_outside_stay", shift_days=shift.days, rows=len(rows)),
-                            self.status, patch=Patch(update=changes), key=f"{name}:time")
+                            self.status, patch=Patch(update=changes))
 
     def accepted(self, case, draft, effect: Effect, answer_under: AnswerUnder):
         outcomes = [Outcome(Status.INCONSISTENT_RECORD)]

@@ -116,7 +116,6 @@ class Draft:
     # whose result shows the premise (e.g. the admissions an ambiguous "the admission" could mean).
     question: str | None = None
     gold_sql: str | None = None
-    key: str = ""  # distinguishes drafts of one case and type (part of the twin's task_id)
 
 
 @dataclass(frozen=True)

@@ -69,8 +69,7 @@ class ImplausibleValue(Injector):
                 text = format_value(new)
                 yield Draft(_params(table=table_name, row_id=row[ROW_ID], column=value_col, item=item,
                                     original=sql_text(row[value_col]), implausible=text, rule=rule),
-                            self.status, patch=Patch(update=set_value(table_name, row, value_col, text)),
-                            key=f"{table_name}:{row[ROW_ID]}")
+                            self.status, patch=Patch(update=set_value(table_name, row, value_col, text)))
 
     def accepted(self, case, draft, effect: Effect, answer_under: AnswerUnder):
         (changed,) = {(c.table, c.row_id) for c in draft.patch.update}
@@ -105,7 +104,7 @@ class UnitMismatch(Injector):
                 yield Draft(_params(table=table_name, row_id=row[ROW_ID], column=value_col, item=item,
                                     original=sql_text(row[value_col]), original_unit=unit, converted=text,
                                     converted_unit=conv.unit, factor=conv.factor, offset=conv.offset),
-                            self.status, patch=Patch(update=updates), key=f"{table_name}:{row[ROW_ID]}:{conv.unit}")
+                            self.status, patch=Patch(update=updates))
 
     def accepted(self, case, draft, effect: Effect, answer_under: AnswerUnder):
         outcomes = [Outcome(Status.UNIT_INCONSISTENCY)]
