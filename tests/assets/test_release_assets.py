@@ -268,3 +268,23 @@ def test_the_sensor_starts_a_rebuild_when_the_source_changes_and_only_then(monke
     os.utime(extra, ns=(1, 1))
     again = mimic_source_changed(dg.build_sensor_context(cursor=first.run_key))
     assert isinstance(again, dg.RunRequest) and again.run_key != first.run_key
+
+
+def test_the_release_stage_wiring_is_what_review_expects():
+    """A rename of an asset, check, job, schedule or sensor shows up here."""
+    assets = {k.to_user_string(): a.group_names_by_key[k] for a in release_stage.ASSETS for k in a.keys}
+    checks = sorted(f"{k.asset_key.to_user_string()}.{k.name}" for a in [*release_stage.ASSETS, *release_stage.CHECKS]
+                    for k in a.check_keys)
+    blocking = {f"{s.asset_key.to_user_string()}.{s.name}": s.blocking for a in [*release_stage.ASSETS,
+                                                                                   *release_stage.CHECKS]
+                for s in a.check_specs}
+    assert assets == {"release_candidate": "release", "release": "release"}
+    assert checks == [
+        "clean_tasks.clean_tasks_contract", "noise_pairs.noisy_twins_contract", "noise_pairs.pairs_contract",
+        "release.release_reads_back", "release_candidate.clean_tasks_contract",
+        "release_candidate.noisy_twins_contract", "release_candidate.pairs_contract",
+        "release_candidate.release_splits_contract", "source_database.source_tables_contract"]
+    assert [k for k, b in blocking.items() if not b] == ["release.release_reads_back"]
+    assert [j.name for j in release_stage.JOBS] == ["rebuild_release"]
+    assert [(s.name, s.cron_schedule) for s in release_stage.SCHEDULES] == [("weekly_release_rebuild", "0 4 * * 1")]
+    assert [s.name for s in release_stage.SENSORS] == ["mimic_source_changed"]
