@@ -29,6 +29,7 @@ import duckdb
 from pipeline.loader import load_mimic
 from pipeline.noise import NoiseConfig, build_pairs
 from pipeline.noise.recheck import recheck_twin
+from pipeline.noise.report import drops_markdown
 from pipeline.templates import REGISTRY, extract_clean_tasks
 from pipeline.vocabulary import NoiseLevel
 
@@ -79,6 +80,8 @@ def run(db: Path, label: str, repeat: int) -> list[str]:
         lines.append(f"| {level.value}: proof re-run ({'gold SQL under the patch' if level is not NoiseLevel.QUERY else 'changed question'}) | "
                      + " | ".join(_stats(proof_ms[level])) + " |")
     lines.append("| **every twin: apply + proof** | " + " | ".join(_stats(total_ms)) + " |")
+    lines += ["", "Realised mix (twins per intent, task level and noise type):", "", result.mix.markdown(),
+              "", "Dropped candidates:", "", drops_markdown(result)]
     return lines
 
 

@@ -1,7 +1,8 @@
 """Plausible ranges and unit conversions of measured items: the table value-level noise draws from.
 
 Each ``MeasuredItem`` names the MIMIC-IV items it covers (``(table, item)`` where the item is the
-row's ``itemid``, or ``result_name`` in ``omr``), the unit MIMIC-IV records it in, the range a living
+row's ``itemid``, or ``result_name`` in ``omr``; ``column:<name>`` for a table whose column is the
+measure itself, such as ``patients.anchor_age``), the unit MIMIC-IV records it in, the range a living
 patient can physiologically show (wide on purpose: it bounds possibility, not normality), values that
 are impossible (what ``implausible_value`` writes) and conversions to other units (what
 ``unit_mismatch`` writes: the value converted, the unit column relabelled, so converting back
@@ -128,6 +129,11 @@ MEASURED_ITEMS: tuple[MeasuredItem, ...] = (
     MeasuredItem("GCS verbal", _chart(223900), None, (1.0, 5.0), (11.0, -2.0, 50.0)),
     MeasuredItem("GCS motor", _chart(223901), None, (1.0, 6.0), (13.0, -2.0, 60.0)),
     MeasuredItem("pain level", _chart(223791), None, (0.0, 10.0), (45.0, -3.0)),
+    # ------------------------------------------------------------ columns that are the measure themselves
+    MeasuredItem("age", (("patients", "column:anchor_age"),), "years", (0.0, 125.0), (-7.0, 250.0, 1000.0),
+                 (C("months", 12.0),)),
+    MeasuredItem("ICU length of stay", (("icustays", "column:los"),), "days", (0.0, 1000.0), (-3.0, 20000.0),
+                 (C("hours", 24.0),)),
     # ------------------------------------------------------------ outside the ICU (omr: no unit column)
     MeasuredItem("weight in pounds", (("omr", "Weight (Lbs)"),), "lb", (0.7, 1400.0), (-180.0, 18000.0),
                  (C("kg", 0.453592),)),
@@ -176,16 +182,30 @@ def _index() -> None:
 _index()
 
 
-def measured_item(table: str, item: str | int | None) -> MeasuredItem | None:
-    """The declared description of ``item`` in ``table``, or None when the item is not listed."""
-    if item is None:
-        return None
-    return _BY_ITEM.get((table, str(item)))
+# An end time that cannot precede its start: (table, end column) -> start column. Moving the end
+# before the start is value-level noise for answers resting on the end (a length of stay, a discharge).
+ENDS_AFTER: dict[tuple[str, str], str] = {
+    ("admissions", "dischtime"): "admittime",
+    ("icustays", "outtime"): "intime",
+    ("transfers", "outtime"): "intime",
+    ("inputevents", "endtime"): "starttime",
+    ("procedureevents", "endtime"): "starttime",
+    ("prescriptions", "stoptime"): "starttime",
+}
 
 
-def conversions_for(table: str, item: str | int | None, unit: str | None) -> tuple[Conversion, ...]:
-    """How a value of ``item`` recorded in ``unit`` can be rewritten in another unit."""
-    m = measured_item(table, item)
+def measured_item(table: str, item: str | int | None, column: str | None = None) -> MeasuredItem | None:
+    """The declared description of ``item`` in ``table`` (or, for tables without items, of the
+    measured ``column`` itself), or None when it is not listed."""
+    if item is not None:
+        return _BY_ITEM.get((table, str(item)))
+    return _BY_ITEM.get((table, f"column:{column}")) if column else None
+
+
+def conversions_for(table: str, item: str | int | None, unit: str | None,
+                    column: str | None = None) -> tuple[Conversion, ...]:
+    """How a value of ``item`` (or ``column``) recorded in ``unit`` can be rewritten in another unit."""
+    m = measured_item(table, item, column)
     if m is not None and m.conversions:
         return m.conversions
     return UNIT_CONVERSIONS.get((unit or "").strip().lower(), ())
