@@ -132,10 +132,11 @@ class _Builder:
         start = time.perf_counter()
         if inj.level is NoiseLevel.QUERY:
             slots = draft.slots if draft.slots is not None else case.slots
-            gold_sql = draft.gold_sql or case.template.render_sql(slots)
+            rendered = case.template.render_sql(slots) if slots != case.slots else None
+            gold_sql = draft.gold_sql or rendered or t.gold_sql
             question = draft.question or case.template.render_question(slots, t.paraphrase)
             check = QUERY_CHECK.get(inj.noise_type, ProofCheck.PREMISE_FALSE)
-            verdict = self.prover.premise(case, draft, check, case.template.render_sql(slots))
+            verdict = self.prover.premise(case, draft, check, rendered)
         else:
             slots, gold_sql, question = case.slots, t.gold_sql, t.question
             verdict = self.prover.data_noise(case, draft)

@@ -137,8 +137,12 @@ class Prover:
         return Verdict(Proof(ProofCheck.ANSWER_CHANGED.value, True, detail),
                        Effect(t.answer, observed.answer, observed.problem))
 
-    def premise(self, case: CleanCase, draft: Draft, check: ProofCheck, gold_sql: str) -> Verdict:
-        """Query level: every premise fact holds on the (unchanged) database."""
+    def premise(self, case: CleanCase, draft: Draft, check: ProofCheck, gold_sql: str | None) -> Verdict:
+        """Query level: every premise fact holds on the (unchanged) database.
+
+        ``gold_sql``, the template's gold SQL re-rendered with the changed slots, is run and its result
+        recorded (None when the slots did not change: a question rephrased around the same slots).
+        """
         t = case.task
         if not draft.premise:
             return Verdict(None, None, DropReason.NO_CANDIDATE, "no premise to check")
@@ -152,6 +156,8 @@ class Prover:
                 return Verdict(None, None, DropReason.PREMISE_HOLDS,
                                f"{fact.claim}: {n} (needed {fact.op} {fact.value})")
             seen.append(f"{fact.claim}: {n}")
+        if gold_sql is None:
+            return Verdict(Proof(check.value, True, "; ".join(seen)), Effect(t.answer, None, None))
         try:
             observed = self.run_gold(gold_sql, t.answer_type, decimals_of(case))
         except duckdb.Error as exc:
