@@ -35,7 +35,7 @@ from pipeline.vocabulary import Level, NoiseType, Operation, SlotKind, Status
 
 ENTITY_KINDS = (SlotKind.ICU_STAY, SlotKind.ADMISSION, SlotKind.SUBJECT)  # most specific first
 NAMES_TRIED = 3  # replacement names tried per slot
-MAX_REFERENTS = 8  # admissions or names an ambiguity check renders the gold SQL for
+MAX_REFERENTS = 4  # admissions or names an ambiguity check renders the gold SQL for
 
 
 def _params(**kw) -> tuple[NamedValue, ...]:
