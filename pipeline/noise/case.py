@@ -46,10 +46,8 @@ class TemplateLike(Protocol):
 
 def measure_of(template: TemplateLike) -> tuple[str, str, str | None] | None:
     """``(table, value_column, unit_column)`` of the value the template's answer rests on, or None."""
-    m = getattr(template, "measure", None)
-    if m is None or isinstance(m, tuple):
-        return m  # the contract's tuple form
-    return (m.table, m.value_column, m.unit_column)
+    m = template.measure
+    return None if m is None else (m.table, m.value_column, m.unit_column)
 
 
 def sql_text(value: Any) -> str | None:

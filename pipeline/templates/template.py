@@ -132,7 +132,9 @@ class Template:
     evidence_sql: str
     unit: str | None = None  # fixed unit of a number answer
     unit_sql: str | None = None  # or: the unit read from the rows the answer rests on
-    tolerance: float | None = None  # absolute, in the unit; defaults to one unit of the last decimal
+    # Absolute, in the unit. Defaults to one unit of the last decimal, except counts: a count off by
+    # one is a different answer (and a duplicated row must be able to change it).
+    tolerance: float | None = None
     decimals: int = DEFAULT_DECIMALS
     measure: Measure | None = None
     guards: tuple[Guard, ...] = ()
@@ -147,7 +149,8 @@ class Template:
         object.__setattr__(self, "paraphrases", tuple(self.paraphrases))
         object.__setattr__(self, "guards", tuple(self.guards))
         if self.answer_type is AnswerType.NUMBER and self.tolerance is None:
-            object.__setattr__(self, "tolerance", 10.0 ** -self.decimals)
+            exact = self.operation == Operation.COUNT
+            object.__setattr__(self, "tolerance", 0.0 if exact else 10.0 ** -self.decimals)
         object.__setattr__(self, "tables", self._read_tables())
 
     def __hash__(self) -> int:

@@ -95,7 +95,13 @@ def test_tables_are_derived_from_every_sql_of_the_template():
 
 
 def test_a_number_tolerance_defaults_to_one_unit_of_the_last_decimal():
-    assert drug_template(decimals=2).tolerance == pytest.approx(0.01)
+    assert drug_template(operation=Operation.MEAN, decimals=2).tolerance == pytest.approx(0.01)
+    assert drug_template(operation=Operation.MAX, decimals=0).tolerance == pytest.approx(1.0)
+
+
+def test_a_count_is_exact_by_default_so_one_more_row_is_a_different_answer():
+    assert drug_template().tolerance == 0.0
+    assert drug_template(tolerance=2.0).tolerance == 2.0
 
 
 def test_registering_the_same_id_twice_raises():
