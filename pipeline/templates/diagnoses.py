@@ -24,6 +24,13 @@ DX_ADMISSION_SLOTS = {"subject_id": K.SUBJECT, "hadm_id": K.ADMISSION, "diagnosi
 ADMISSION_ROW = ("SELECT 'admissions', a.row_id FROM admissions AS a WHERE a.subject_id = {subject_id} "
                  "AND a.hadm_id = {hadm_id}")
 CODED_SAMPLER = ("SELECT x.subject_id, x.hadm_id, d.long_title AS diagnosis FROM " + CODED)
+# First/last admission with a diagnosis: the coded rows and every admission they could pick from.
+ADMISSIONS_WITH_DIAGNOSIS_EVIDENCE = (
+    "SELECT 'diagnoses_icd', x.row_id FROM " + TITLED_FOR_PATIENT + " UNION ALL SELECT 'admissions', a.row_id "
+    "FROM admissions AS a WHERE a.subject_id = {subject_id} AND a.hadm_id IN (SELECT x.hadm_id FROM "
+    + TITLED_FOR_PATIENT + ")")
+UNTIMED_ADMISSIONS = Guard("untimed_admissions", "SELECT count(*) > count(a.admittime) FROM admissions AS a "
+                                                 "WHERE a.subject_id = {subject_id}")
 NOTES = "a diagnosis title resolves to every ICD-9 and ICD-10 code carrying it"
 # The admissions (and their patients) coded with the named diagnosis, as a derived table to join:
 # DuckDB evaluates a join on it for many fillings at once far faster than a correlated IN.
@@ -115,11 +122,7 @@ register(
         ),
         gold_sql=("SELECT min(a.admittime) FROM admissions AS a WHERE a.subject_id = {subject_id} AND a.hadm_id IN "
                   "(SELECT x.hadm_id FROM " + TITLED_FOR_PATIENT + ")"),
-        evidence_sql=("SELECT 'diagnoses_icd', x.row_id FROM " + TITLED_FOR_PATIENT + " UNION ALL SELECT "
-                      "'admissions', a.row_id FROM admissions AS a WHERE a.subject_id = {subject_id} AND a.hadm_id IN "
-                      "(SELECT x.hadm_id FROM " + TITLED_FOR_PATIENT + ")"),
-        guards=(Guard("untimed_admissions", "SELECT count(*) > count(a.admittime) FROM admissions AS a WHERE "
-                                            "a.subject_id = {subject_id}"),),
+        evidence_sql=ADMISSIONS_WITH_DIAGNOSIS_EVIDENCE, guards=(UNTIMED_ADMISSIONS,),
         notes=NOTES),
     Template(
         id="dx_last_admission_with_diagnosis", intent=DX, level=Level.PATIENT, operation=Operation.LAST,
@@ -132,11 +135,7 @@ register(
         ),
         gold_sql=("SELECT max(a.admittime) FROM admissions AS a WHERE a.subject_id = {subject_id} AND a.hadm_id IN "
                   "(SELECT x.hadm_id FROM " + TITLED_FOR_PATIENT + ")"),
-        evidence_sql=("SELECT 'diagnoses_icd', x.row_id FROM " + TITLED_FOR_PATIENT + " UNION ALL SELECT "
-                      "'admissions', a.row_id FROM admissions AS a WHERE a.subject_id = {subject_id} AND a.hadm_id IN "
-                      "(SELECT x.hadm_id FROM " + TITLED_FOR_PATIENT + ")"),
-        guards=(Guard("untimed_admissions", "SELECT count(*) > count(a.admittime) FROM admissions AS a WHERE "
-                                            "a.subject_id = {subject_id}"),),
+        evidence_sql=ADMISSIONS_WITH_DIAGNOSIS_EVIDENCE, guards=(UNTIMED_ADMISSIONS,),
         notes=NOTES),
     Template(
         id="dx_apr_drg_severity", intent=DX, level=Level.PATIENT, operation=Operation.RETRIEVAL,
