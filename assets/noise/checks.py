@@ -5,10 +5,13 @@ from collections import Counter
 import dagster as dg
 import duckdb
 
+from assets.contract_results import contract_check_result, source_fingerprint
 from assets.noise.assets import NoiseCheck
 from assets.resources import ProjectPaths
+from pipeline.contracts import Contract, check_noisy_twins, check_pairs, split_by_variant
 from pipeline.noise.recheck import recheck_twin
 from pipeline.noise.task_files import read_clean_tasks, read_twins, twins_path
+from pipeline.release.assembly import pair_up, read_task_files, task_files
 from pipeline.templates import REGISTRY
 from pipeline.vocabulary import AssetName, NoiseLevel
 
@@ -47,4 +50,29 @@ def twins_recheck(paths: ProjectPaths) -> dg.AssetCheckResult:
         "examples": dg.MetadataValue.md("\n".join(rows) if failures else "none")})
 
 
-CHECKS = [twins_recheck]
+# Like clean_tasks_contract, not partitioned: after each noise level's run it re-reads every level
+# file written so far. The mix is checked on the release candidate, once every level is built.
+@dg.multi_asset_check(
+    specs=[dg.AssetCheckSpec(f"{c.value}_contract", asset=AssetName.NOISE_PAIRS.value, blocking=True,
+                             description=f"data_contracts/{c.value}.json on the twins written so far")
+           for c in (Contract.NOISY_TWINS, Contract.PAIRS)],
+)
+def noise_contracts(paths: ProjectPaths):
+    """Twins meet their contract (proof, patch, vocabulary), and each names a clean task that exists."""
+    twins = read_task_files(task_files(paths.noise_dir))
+    clean = read_task_files(task_files(paths.clean_tasks_dir))
+    if twins is None or clean is None:
+        for c in (Contract.NOISY_TWINS, Contract.PAIRS):
+            yield dg.AssetCheckResult(check_name=f"{c.value}_contract", passed=False,
+                                      asset_key=AssetName.NOISE_PAIRS.value, severity=dg.AssetCheckSeverity.ERROR,
+                                      metadata={"problem": f"no task files under {paths.noise_dir} or "
+                                                           f"{paths.clean_tasks_dir}"})
+        return
+    asset = AssetName.NOISE_PAIRS.value
+    yield contract_check_result(check_noisy_twins(twins, source_fingerprint=source_fingerprint(paths)), asset)
+    # Only the clean tasks some twin names: the others are not pairs and never reach a release.
+    pairs = pair_up(split_by_variant(clean)[0], twins)
+    yield contract_check_result(check_pairs(pairs.clean, pairs.twins), asset)
+
+
+CHECKS = [twins_recheck, noise_contracts]

@@ -1,5 +1,5 @@
 """The `release` stage: release candidate and release assets with their contract checks, the
-source-table contract check, the rebuild job, a weekly schedule and a MIMIC-IV source sensor."""
+read-back check, the rebuild job, a weekly schedule and a MIMIC-IV source sensor."""
 
 from assets.release.assets import ASSETS
 from assets.release.automation import SCHEDULES, SENSORS, release_schedule

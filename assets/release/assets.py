@@ -14,7 +14,7 @@ from typing import Optional
 import dagster as dg
 import duckdb
 
-from assets.release.contract_results import contract_check_name, contract_check_result
+from assets.contract_results import contract_check_name, contract_check_result
 from assets.resources import ProjectPaths
 from pipeline.contracts import (
     Contract,

@@ -1,6 +1,5 @@
 """The `templates` group: the template catalogue and the clean tasks of each intent."""
 
-import duckdb
 import dagster as dg
 
 from assets.resources import ProjectPaths

@@ -4,9 +4,12 @@ import duckdb
 import dagster as dg
 import pyarrow.parquet as pq
 
+from assets.contract_results import contract_check_result, source_fingerprint
 from assets.resources import ProjectPaths
 from assets.templates.assets import TemplateCheck
 from pipeline.answers import answer_text
+from pipeline.contracts import Contract, check_clean_tasks
+from pipeline.release.assembly import read_task_files
 from pipeline.task_model import tasks_from_arrow
 from pipeline.templates.extract import recheck_answers
 from pipeline.vocabulary import AssetName, Intent
@@ -34,4 +37,20 @@ def answers_reexecute(paths: ProjectPaths) -> dg.AssetCheckResult:
         "examples": dg.MetadataValue.md("\n".join(rows) if mismatches else "none")})
 
 
-CHECKS = [answers_reexecute]
+# Not partitioned (like the templates stage's own checks): after each intent's run it re-reads every
+# intent file present, so the coverage rule applies to the intents built so far.
+@dg.asset_check(asset=AssetName.CLEAN_TASKS.value, name=f"{Contract.CLEAN_TASKS.value}_contract", blocking=True,
+                description="data_contracts/clean_tasks.json on every intent's clean tasks written so far")
+def clean_tasks_contract(paths: ProjectPaths) -> dg.AssetCheckResult:
+    """Clean tasks meet their contract: ids, vocabulary, typed answers, outcomes, one source database."""
+    files = {i.value: paths.clean_tasks_dir / f"{i.value}.parquet" for i in Intent}
+    present = {i: f for i, f in files.items() if f.exists()}
+    table = read_task_files(present.values())
+    if table is None:
+        return dg.AssetCheckResult(passed=False, severity=dg.AssetCheckSeverity.ERROR,
+                                   metadata={"problem": f"no clean task file under {paths.clean_tasks_dir}"})
+    return contract_check_result(check_clean_tasks(table, source_fingerprint=source_fingerprint(paths),
+                                                   intents=sorted(present)))
+
+
+CHECKS = [answers_reexecute, clean_tasks_contract]

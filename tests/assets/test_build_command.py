@@ -56,4 +56,4 @@ def test_build_runs_source_to_release_on_the_synthetic_default(tmp_path, capsys)
         assert f"] {step} ok in" in err, step
     manifest = json.loads((tmp_path / "rel" / "1.0.0" / "manifest.json").read_text())
     assert f"release 1.0.0: {tmp_path / 'rel' / '1.0.0'}" in out
-    assert f"| **all** | |" in out and f"tasks: {manifest['counts']['total']}" in out
+    assert "| **all** | |" in out and f"tasks: {manifest['counts']['total']}" in out

@@ -12,12 +12,18 @@ import pyarrow as pa
 import pytest
 
 import assets.release.assets as release_assets
+from assets import noise as noise_stage
 from assets import release as release_stage
+from assets import source as source_stage
+from assets import templates as templates_stage
+from assets.noise.checks import noise_contracts
 from assets.release.assets import CONTRACT_CHECKS, contract_check_name
 from assets.release.automation import MIMIC_DIRS_ENV, mimic_source_changed, release_schedule
 from assets.release.checks import ReleaseCheck
 from assets.release.rebuild import run_graph
 from assets.resources import ProjectPaths
+from assets.source.checks import SOURCE_TABLES_CHECK, source_tables_contract
+from assets.templates.checks import clean_tasks_contract
 from pipeline.contracts import split_by_variant
 from pipeline.release import latest_version
 from pipeline.release.task_files import tasks_table
@@ -26,7 +32,9 @@ from pipeline.vocabulary import AssetName, Intent
 from tests.pipeline.release.breakers import BREAKS
 from tests.pipeline.release.demo_tasks import demo_tasks, observed_noise_shares
 
-EVERYTHING = [*release_stage.ASSETS, *release_stage.CHECKS]
+# The release assets with every stage's checks: each test selects the check it exercises.
+EVERYTHING = [*release_stage.ASSETS, *source_stage.CHECKS, *templates_stage.CHECKS, *noise_stage.CHECKS,
+              *release_stage.CHECKS]
 
 
 @pytest.fixture(scope="module")
@@ -175,9 +183,9 @@ def test_the_source_table_check_names_a_broken_column(demo_db, tmp_path):
             con.execute(f"CREATE TABLE {name} AS SELECT * FROM demo.{name}")
         con.execute("ALTER TABLE admissions ALTER hadm_id TYPE VARCHAR")
     paths = ProjectPaths(data_dir=str(tmp_path / "data"), releases_dir=str(tmp_path / "releases"))
-    result = dg.materialize(EVERYTHING, selection=dg.AssetSelection.checks(release_stage.CHECKS[0]),
+    result = dg.materialize(EVERYTHING, selection=dg.AssetSelection.checks(source_tables_contract),
                             resources={"paths": paths}, raise_on_error=False)
-    evaluation = _evaluations(result)[ReleaseCheck.SOURCE_TABLES]
+    evaluation = _evaluations(result)[SOURCE_TABLES_CHECK]
     assert not evaluation.passed and evaluation.severity is dg.AssetCheckSeverity.ERROR
     assert evaluation.metadata["tables_failing"].value == "admissions"
     assert "hadm_id" in evaluation.metadata["failures"].value and "VARCHAR" in evaluation.metadata["failures"].value
@@ -185,8 +193,6 @@ def test_the_source_table_check_names_a_broken_column(demo_db, tmp_path):
 
 @pytest.mark.parametrize("broken", [False, True])
 def test_the_clean_tasks_check_guards_the_clean_tasks_asset(broken, table, demo_db, tmp_path):
-    from assets.release.checks import clean_tasks_contract
-
     answer_break = next(b for b in BREAKS if b.name == "answer_not_parsing")
     paths = _stage_outputs(answer_break.breaker(table) if broken else table, demo_db, tmp_path)
     result = dg.materialize(EVERYTHING, selection=dg.AssetSelection.checks(clean_tasks_contract),
@@ -201,8 +207,6 @@ def test_the_clean_tasks_check_guards_the_clean_tasks_asset(broken, table, demo_
 
 @pytest.mark.parametrize("broken", [False, True])
 def test_the_noise_checks_guard_the_noise_asset(broken, table, demo_db, tmp_path):
-    from assets.release.checks import noise_contracts
-
     proof_break = next(b for b in BREAKS if b.name == "proof_missing")
     paths = _stage_outputs(proof_break.breaker(table) if broken else table, demo_db, tmp_path)
     result = dg.materialize(EVERYTHING, selection=dg.AssetSelection.checks(noise_contracts),
@@ -280,11 +284,21 @@ def test_the_release_stage_wiring_is_what_review_expects():
                 for s in a.check_specs}
     assert assets == {"release_candidate": "release", "release": "release"}
     assert checks == [
-        "clean_tasks.clean_tasks_contract", "noise_pairs.noisy_twins_contract", "noise_pairs.pairs_contract",
         "release.release_reads_back", "release_candidate.clean_tasks_contract",
         "release_candidate.noisy_twins_contract", "release_candidate.pairs_contract",
-        "release_candidate.release_splits_contract", "source_database.source_tables_contract"]
+        "release_candidate.release_splits_contract"]
     assert [k for k, b in blocking.items() if not b] == ["release.release_reads_back"]
     assert [j.name for j in release_stage.JOBS] == ["rebuild_release"]
     assert [(s.name, s.cron_schedule) for s in release_stage.SCHEDULES] == [("weekly_release_rebuild", "0 4 * * 1")]
     assert [s.name for s in release_stage.SENSORS] == ["mimic_source_changed"]
+
+
+def test_each_upstream_contract_check_sits_in_the_stage_of_the_asset_it_guards_and_blocks():
+    placed = {f"{s.asset_key.to_user_string()}.{s.name}": (stage, s.blocking)
+              for stage, module in (("source", source_stage), ("templates", templates_stage), ("noise", noise_stage))
+              for c in module.CHECKS for s in c.check_specs if s.name.endswith("_contract")}
+    assert placed == {
+        "source_database.source_tables_contract": ("source", True),
+        "clean_tasks.clean_tasks_contract": ("templates", True),
+        "noise_pairs.noisy_twins_contract": ("noise", True),
+        "noise_pairs.pairs_contract": ("noise", True)}

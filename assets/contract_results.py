@@ -1,6 +1,13 @@
-"""A contract run as a Dagster check result: pass/fail, severity, and the evidence as metadata."""
+"""A contract run as a Dagster check result: pass/fail, severity, and the evidence as metadata.
+
+Shared by every stage's contract checks, which live next to the assets they guard.
+"""
 
 import dagster as dg
+import duckdb
+
+from assets.resources import ProjectPaths
+from pipeline.source_db import read_source_info
 
 from pipeline.contracts import Contract, ContractResult, results_markdown
 
@@ -26,3 +33,9 @@ def contract_check_result(result: ContractResult, asset_key: str | None = None) 
             "results": dg.MetadataValue.md(results_markdown(result.results)),
             "suite": f"data_contracts/{result.contract}.json",
         })
+
+
+def source_fingerprint(paths: ProjectPaths) -> str:
+    """The fingerprint of the source database the tasks must have been built on."""
+    with duckdb.connect(str(paths.source_db), read_only=True) as con:
+        return read_source_info(con).fingerprint
