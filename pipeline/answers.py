@@ -317,6 +317,28 @@ def normalise(answer_type: AnswerType | str, rows: Sequence[Sequence[Any]], *,
     return kind.normalise(rows, decimals)
 
 
+@dataclass(frozen=True)
+class Observed:
+    """Executed rows read as an answer type: the answer, or the problem that prevents one."""
+
+    answer: AnswerValue | None
+    problem: Problem | None = None
+
+    @property
+    def no_answer(self) -> bool:
+        """Nothing answers (no rows, or NULL): as opposed to rows that tie, which answer nothing either."""
+        return self.answer is None and self.problem in (Problem.NO_ROWS, Problem.NULL_VALUE)
+
+
+def observe(answer_type: AnswerType | str, rows: Sequence[Sequence[Any]], *,
+            decimals: int = DEFAULT_DECIMALS) -> Observed:
+    """``normalise``, with the problem returned instead of raised."""
+    try:
+        return Observed(normalise(answer_type, rows, decimals=decimals))
+    except Unanswerable as exc:
+        return Observed(None, exc.problem)
+
+
 def parse_submission(answer_type: AnswerType | str, raw: Any, *, unit: str | None = None) -> AnswerValue:
     """Read an agent's submitted value (text, number, list or bool) as an answer of ``answer_type``.
 

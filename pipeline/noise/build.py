@@ -25,7 +25,10 @@ import duckdb
 from pipeline.noise.case import CleanCase, SourceLookup, TemplateLike, read_evidence
 from pipeline.noise.mix import Cell, Mix, NoiseConfig, targets
 from pipeline.noise.proof import Prover
+from pipeline.noise.record_facts import FactReader
 from pipeline.noise.registry import Draft, DropReason, Injector, injectors
+from pipeline.noise.status_rules import decide, disagreement
+from pipeline.release.splits import split_of_task
 from pipeline.source_db import read_source_info
 from pipeline.task_model import NamedValue, Outcome, Task
 from pipeline.vocabulary import Intent, NoiseLevel, NoiseType, ProofCheck, Variant
@@ -44,6 +47,9 @@ class NoiseResult:
     drop_examples: dict = field(default_factory=dict)  # (NoiseType, DropReason) -> first detail seen
     # NoiseType -> templates whose first ``give_up_after`` candidates all failed (drafting stopped)
     gave_up: dict = field(default_factory=dict)
+    # Clean tasks no twin is built from because their own record does not support their answer (they
+    # rest on the source's own anomalies): task id -> the rule that decided and why.
+    clean_excluded: dict = field(default_factory=dict)
 
     def pairs(self, clean_tasks: Sequence[Task]) -> list[tuple[Task, Task]]:
         """(clean, twin) for every twin, in twin order."""
@@ -78,10 +84,11 @@ def _connection(db: duckdb.DuckDBPyConnection | str | Path):
 
 
 class _Builder:
-    def __init__(self, con: duckdb.DuckDBPyConnection, config: NoiseConfig, seed: int):
+    def __init__(self, con: duckdb.DuckDBPyConnection, config: NoiseConfig, seed: int, templates):
         self.con, self.config, self.seed = con, config, seed
         self.lookup = SourceLookup(con)
         self.prover = Prover(con)
+        self.reader = FactReader(con, templates)
         self.dropped: Counter = Counter()
         self.examples: dict = {}
         self.proof_ms: list[float] = []
@@ -115,6 +122,7 @@ class _Builder:
             self.tally[(inj.noise_type, case.task.template_id, twin is not None)] += 1
             if twin is not None:
                 made += 1
+                inj.kept(case, draft, self.lookup)
                 yield twin
         if not drafted:
             self.no_candidate[inj.noise_type] += 1
@@ -145,11 +153,18 @@ class _Builder:
             self._drop(inj, verdict.dropped, f"{t.task_id}: {verdict.why}")
             return None
         outcomes = inj.accepted(case, draft, verdict.effect, lambda patch: self.prover.answer_under(case, patch))
-        self.proof_ms.append((time.perf_counter() - start) * 1000)
         if isinstance(outcomes, DropReason):
+            self.proof_ms.append((time.perf_counter() - start) * 1000)
             self._drop(inj, outcomes, f"{t.task_id}: {verdict.proof.detail}")
             return None
-        return _twin(case, inj, draft, index, outcomes, verdict.proof, slots, gold_sql, question)
+        twin = _twin(case, inj, draft, index, outcomes, verdict.proof, slots, gold_sql, question)
+        # The label must follow from the twin's record alone, read without knowing how it was made.
+        problem = disagreement(twin, decide(self.reader.facts(twin))) if self.config.check_labels else None
+        self.proof_ms.append((time.perf_counter() - start) * 1000)
+        if problem is not None:
+            self._drop(inj, DropReason.LABEL_NOT_DECIDABLE, f"{twin.task_id}: {problem}")
+            return None
+        return twin
 
     # ------------------------------------------------------------ balancing
 
@@ -206,13 +221,18 @@ def build_pairs(db: duckdb.DuckDBPyConnection | str | Path, clean_tasks: Sequenc
     lookup_template = templates or _default_templates()
     with _connection(db) as con:
         _check_fingerprint(con, clean_tasks)
-        b = _Builder(con, config, seed)
+        b = _Builder(con, config, seed, lambda template_id: _template_by_id(lookup_template, template_id))
         for task in clean_tasks:
             if task.variant is not Variant.CLEAN or task.answer is None:
                 raise ValueError(f"task {task.task_id}: twins are built from clean tasks with an answer")
         evidence = read_evidence(con, clean_tasks)
-        cases = [CleanCase(t, _template(lookup_template, t), evidence[t.task_id]) for t in clean_tasks]
+        cases = [CleanCase(t, _template(lookup_template, t), evidence[t.task_id],
+                           split=split_of_task(t, config.split_shares, seed), seed=seed) for t in clean_tasks]
         say(f"{len(cases)} clean tasks read with their evidence")
+        excluded = _unclean(b, cases) if config.check_labels else {}
+        if excluded:
+            cases = [c for c in cases if c.task.task_id not in excluded]
+            say(f"{len(excluded)} clean tasks left out: their record does not support their answer")
 
         skipped: Counter = Counter()
         pools: dict[NoiseType, dict[Cell, list[CleanCase]]] = {}
@@ -256,7 +276,19 @@ def build_pairs(db: duckdb.DuckDBPyConnection | str | Path, clean_tasks: Sequenc
     for noise_type, n in b.no_candidate.items():
         skipped[(noise_type, DropReason.NO_CANDIDATE.value)] += n
     return NoiseResult(twins, b.dropped, skipped, Mix(counts, goal, config.tolerance), b.proof_ms, b.examples,
-                       {t: sorted(ids) for t, ids in b.gave_up.items()})
+                       {t: sorted(ids) for t, ids in b.gave_up.items()}, excluded)
+
+
+def _unclean(b: _Builder, cases: list[CleanCase]) -> dict[str, str]:
+    """Clean tasks whose own record supports something other than their answer: they rest on the
+    source's anomalies (a duplicate, a row outside its stay, a value outside its limits, ...)."""
+    out = {}
+    for case in cases:
+        decision = decide(b.reader.facts(case.task))
+        problem = disagreement(case.task, decision)
+        if problem is not None:
+            out[case.task.task_id] = f"{decision.rule}: {decision.why}"
+    return out
 
 
 class _TypeStream:
@@ -294,6 +326,10 @@ def _template(lookup: TemplateLookup, task: Task) -> TemplateLike:
     except KeyError:
         raise KeyError(f"clean task {task.task_id} names template {task.template_id!r}, which is not registered "
                        "(were the clean tasks extracted with another version of pipeline/templates?)") from None
+
+
+def _template_by_id(lookup: TemplateLookup, template_id: str) -> TemplateLike:
+    return lookup(template_id)
 
 
 def _check_fingerprint(con: duckdb.DuckDBPyConnection, tasks: Sequence[Task]) -> None:

@@ -18,7 +18,7 @@ import duckdb
 
 from pipeline.schema import ROW_ID, table
 from pipeline.task_model import Task
-from pipeline.vocabulary import AnswerType, Intent, Level, SlotKind
+from pipeline.vocabulary import AnswerType, Intent, Level, SlotKind, Split
 
 
 class MeasureLike(Protocol):
@@ -65,6 +65,10 @@ class CleanCase:
     template: TemplateLike
     # table -> evidence rows of that table (column -> value, row_id included), in row_id order
     evidence: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # The split the clean task (and so its twins) will be published in, and the build's seed: made-up
+    # names and ids are drawn from that split's own pool (pipeline.noise.made_up).
+    split: Split = Split.TRAIN
+    seed: int = 0
 
     @cached_property
     def slots(self) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""Building blocks of patches: change a value (and its text twin), copy a row, find a dangling id.
+"""Building blocks of patches: change a value (and its text twin), copy a row.
 
 Injectors compose these; each returns patch parts addressed by ``(table, row_id)`` of the source
 database, with values as text (docs/architecture.md, "Patch format").
@@ -8,7 +8,7 @@ import math
 from random import Random
 from typing import Any
 
-from pipeline.noise.case import CleanCase, SourceLookup, sql_text
+from pipeline.noise.case import CleanCase, sql_text
 from pipeline.noise.row_roles import ENTITY_OF_SLOT, roles
 from pipeline.schema import ROW_ID, table
 from pipeline.task_model import AddedRow, ColumnValue, RowRef, ValueChange
@@ -62,19 +62,6 @@ def copy_row(table_name: str, row: dict, new_row_id: int, changes: dict[str, str
     t = table(table_name)
     values = tuple(ColumnValue(c, changes[c] if c in changes else sql_text(row.get(c))) for c in t.column_names)
     return AddedRow(table_name, new_row_id, values)
-
-
-def dangling_id(lookup: SourceLookup, entity_table: str, column: str, rng: Random) -> int:
-    """An id shaped like the real ones (within their range) that the entity table does not hold."""
-    taken = lookup.id_set(entity_table, column)
-    lo, hi = lookup.id_range(entity_table, column)
-    lo, hi = max(lo, 1), max(hi, lo + 10)
-    if len(taken) < (hi - lo + 1) // 2:  # sparse ids (MIMIC-IV's): a random one is almost surely free
-        for _ in range(100):
-            candidate = rng.randint(lo, hi)
-            if candidate not in taken:
-                return candidate
-    return hi + rng.randint(1, hi - lo + 1)  # dense ids (a generator's 1..n): step past the largest
 
 
 def pick(rows: list, k: int, rng: Random) -> list:

@@ -42,6 +42,12 @@ class NoiseConfig:
     # Stop drafting a noise type for a template after this many failed proofs without one success:
     # the template's shape rules the noise out (reported, not silently skipped).
     give_up_after: int = 8
+    # The release's split shares (None: pipeline.release.splits.DEFAULT_SHARES). A clean task's split
+    # follows from them and the seed; its twins draw made-up names and ids from that split's pool.
+    split_shares: Mapping[str, float] | None = None
+    # Check every twin's label (and every clean task's answer) against its record alone
+    # (pipeline.noise.status_rules); off only to measure what the check costs.
+    check_labels: bool = True
 
     def __post_init__(self):
         levels = {NoiseLevel(k): float(v) for k, v in self.level_shares.items()}

@@ -1,12 +1,14 @@
 """Where the names a slot can hold live in the database: lab tests, chart items, drugs, diagnoses, ...
 
-Query-level noise swaps a slot's name for another one (a drug the patient never had, a name matching
-several tests) or a made-up one, and its proof counts rows by name. ``NAME_SOURCES`` declares, per
-slot kind, the event tables and the expression that gives an event's name; the source a task's slot
-comes from is the first whose recorded names contain the slot's value.
+Query-level noise swaps a slot's name for another one (a drug the patient never had, a general name
+several tests refine) or a made-up one (``pipeline.noise.made_up``), and both its proof and the
+label check (``pipeline.noise.record_facts``) count rows by name. ``NAME_SOURCES`` declares, per
+slot kind, the event tables, the expression that gives an event's name, the dictionary listing every
+known name, and the domain the questions speak of (a lab question says "blood": only blood tests
+are its names). The source a task's slot comes from is the first whose recorded names contain the
+slot's value.
 
-``MADE_UP_NAMES`` are names no MIMIC-IV dictionary holds (checked against the database before use):
-what ``nonexistent_entity`` asks about when a question names no patient, admission or stay.
+Names compare ignoring case and surrounding spaces, as the templates' own SQL does for drugs.
 """
 
 from dataclasses import dataclass
@@ -15,95 +17,134 @@ from pipeline.noise.case import SourceLookup
 from pipeline.vocabulary import SlotKind
 
 
+def _lit(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _norm(expr: str) -> str:
+    return f"lower(trim({expr}))"
+
+
 @dataclass(frozen=True)
 class NameSource:
     kind: SlotKind
     events: str  # FROM clause over the event table aliased ``e`` (joined to its dictionary as ``d``)
     name: str  # the expression giving an event's name
+    tables: tuple[str, ...]  # the tables ``events`` reads, the event table first (all must be present)
     dictionary: tuple[str, str] | None = None  # (table, column) listing every known name, if any
-    tables: tuple[str, ...] = ()  # the tables ``events`` reads (all must be present to use it)
-    made_up: tuple[str, ...] = ()  # names this source does not hold (default: MADE_UP_NAMES of the kind)
+    where: str = ""  # the domain questions speak of, over ``events`` (e.g. blood tests only)
+    dictionary_where: str = ""  # the same domain over the dictionary table
+    # What groups names into one fluid or category: an ambiguous general name's readings share it.
+    group: str | None = None
+
+    @property
+    def events_table(self) -> str:
+        return self.tables[0]
+
+    def _conditions(self, subject_id: int | None = None) -> list[str]:
+        conds = [self.where] if self.where else []
+        if subject_id is not None:
+            conds.append(f"e.subject_id = {int(subject_id)}")
+        return conds
+
+    def _where(self, *conds: str) -> str:
+        conds = [c for c in conds if c]
+        return " WHERE " + " AND ".join(conds) if conds else ""
 
     def names_sql(self, subject_id: int | None = None) -> str:
-        where = f" WHERE e.subject_id = {int(subject_id)}" if subject_id is not None else ""
-        return f"SELECT DISTINCT {self.name} FROM {self.events}{where}"
+        return f"SELECT DISTINCT {self.name} FROM {self.events}{self._where(*self._conditions(subject_id))}"
 
     def count_sql(self, literal: str, subject_id: int | None = None) -> str:
-        scope = f" AND e.subject_id = {int(subject_id)}" if subject_id is not None else ""
-        return f"SELECT count(*) FROM {self.events} WHERE {self.name} = {literal}{scope}"
+        """Events named exactly ``literal`` (a SQL literal), of one patient if given."""
+        return (f"SELECT count(*) FROM {self.events}"
+                f"{self._where(f'{self.name} = {literal}', *self._conditions(subject_id))}")
+
+    def exact_count_sql(self, value: str, subject_id: int | None = None, *, recorded: bool = False) -> str:
+        """Entries named ``value`` ignoring case and spaces: recorded events (of one patient, if given),
+        or, unless ``recorded``, rows of the dictionary too."""
+        match = f"{_norm(self.name)} = {_norm(_lit(value))}"
+        events = f"SELECT count(*) FROM {self.events}{self._where(match, *self._conditions(subject_id))}"
+        if recorded or self.dictionary is None or subject_id is not None:
+            return events
+        table, column = self.dictionary
+        known = (f"SELECT count(*) FROM \"{table}\""
+                 f"{self._where(f'{_norm(chr(34) + column + chr(34))} = {_norm(_lit(value))}', self.dictionary_where)}")
+        return f"SELECT ({events}) + ({known})"
+
+    def refinements_sql(self, value: str, subject_id: int | None = None) -> str:
+        """Recorded names that refine ``value``: they begin with it, followed by a word boundary."""
+        v = _norm(_lit(value))
+        refines = (f"starts_with({_norm(self.name)}, {v}) AND length(trim({self.name})) > length({v}) "
+                   f"AND NOT regexp_matches(substr({_norm(self.name)}, length({v}) + 1, 1), '[a-z0-9]')")
+        return f"SELECT DISTINCT trim({self.name}) FROM {self.events}{self._where(refines, *self._conditions(subject_id))}"
+
+    def rows_named_sql(self, value: str) -> str:
+        """Row ids of the event table whose name is ``value`` (case and spaces aside)."""
+        match = f"{_norm(self.name)} = {_norm(_lit(value))}"
+        return f"SELECT e.row_id FROM {self.events}{self._where(match, *self._conditions())}"
 
 
-def _src(kind, events, name, dictionary=None, tables=(), made_up=()) -> NameSource:
-    return NameSource(kind, events, name, dictionary, tables, made_up)
+def _src(kind, events, name, tables, dictionary=None, where="", dictionary_where="", group=None) -> NameSource:
+    return NameSource(kind, events, name, tables, dictionary, where, dictionary_where, group)
 
 
 K = SlotKind
 NAME_SOURCES: tuple[NameSource, ...] = (
+    # Laboratory questions ask for a "blood" test: other fluids' tests are not among their names.
     _src(K.LAB_ITEM, "labevents AS e JOIN d_labitems AS d ON d.itemid = e.itemid", "d.label",
-         ("d_labitems", "label"), ("labevents", "d_labitems")),
+         ("labevents", "d_labitems"), ("d_labitems", "label"), "d.fluid = 'Blood'", "fluid = 'Blood'", "d.category"),
     _src(K.CHART_ITEM, "chartevents AS e JOIN d_items AS d ON d.itemid = e.itemid", "d.label",
-         ("d_items", "label"), ("chartevents", "d_items")),
+         ("chartevents", "d_items"), ("d_items", "label"), "d.linksto = 'chartevents'",
+         "linksto = 'chartevents'", "d.category"),
     _src(K.CHART_ITEM, "outputevents AS e JOIN d_items AS d ON d.itemid = e.itemid", "d.label",
-         ("d_items", "label"), ("outputevents", "d_items")),
-    _src(K.DRUG, "prescriptions AS e", "e.drug", None, ("prescriptions",)),
-    _src(K.DRUG, "emar AS e", "e.medication", None, ("emar",)),
-    _src(K.DRUG, "pharmacy AS e", "e.medication", None, ("pharmacy",)),
+         ("outputevents", "d_items"), ("d_items", "label"), "d.linksto = 'outputevents'",
+         "linksto = 'outputevents'", "d.category"),
+    _src(K.DRUG, "prescriptions AS e", "e.drug", ("prescriptions",)),
+    _src(K.DRUG, "emar AS e", "e.medication", ("emar",)),
+    _src(K.DRUG, "pharmacy AS e", "e.medication", ("pharmacy",)),
     _src(K.DRUG, "inputevents AS e JOIN d_items AS d ON d.itemid = e.itemid", "d.label",
-         ("d_items", "label"), ("inputevents", "d_items")),
+         ("inputevents", "d_items"), ("d_items", "label"), "d.linksto = 'inputevents'",
+         "linksto = 'inputevents'", "d.category"),
     _src(K.DIAGNOSIS, "diagnoses_icd AS e JOIN d_icd_diagnoses AS d ON d.icd_code = e.icd_code "
-         "AND d.icd_version = e.icd_version", "d.long_title", ("d_icd_diagnoses", "long_title"),
-         ("diagnoses_icd", "d_icd_diagnoses")),
-    _src(K.DIAGNOSIS, "diagnoses_icd AS e", "e.icd_code", ("d_icd_diagnoses", "icd_code"), ("diagnoses_icd",)),
+         "AND d.icd_version = e.icd_version", "d.long_title", ("diagnoses_icd", "d_icd_diagnoses"),
+         ("d_icd_diagnoses", "long_title")),
+    _src(K.DIAGNOSIS, "diagnoses_icd AS e", "e.icd_code", ("diagnoses_icd",), ("d_icd_diagnoses", "icd_code")),
     _src(K.PROCEDURE, "procedures_icd AS e JOIN d_icd_procedures AS d ON d.icd_code = e.icd_code "
-         "AND d.icd_version = e.icd_version", "d.long_title", ("d_icd_procedures", "long_title"),
-         ("procedures_icd", "d_icd_procedures")),
-    _src(K.PROCEDURE, "procedures_icd AS e", "e.icd_code", ("d_icd_procedures", "icd_code"), ("procedures_icd",)),
+         "AND d.icd_version = e.icd_version", "d.long_title", ("procedures_icd", "d_icd_procedures"),
+         ("d_icd_procedures", "long_title")),
+    _src(K.PROCEDURE, "procedures_icd AS e", "e.icd_code", ("procedures_icd",), ("d_icd_procedures", "icd_code")),
     _src(K.PROCEDURE, "procedureevents AS e JOIN d_items AS d ON d.itemid = e.itemid", "d.label",
-         ("d_items", "label"), ("procedureevents", "d_items")),
-    _src(K.PROCEDURE, "hcpcsevents AS e", "e.short_description", None, ("hcpcsevents",)),
-    _src(K.ORGANISM, "microbiologyevents AS e", "e.org_name", None, ("microbiologyevents",)),
-    _src(K.ORGANISM, "microbiologyevents AS e", "e.test_name", None, ("microbiologyevents",)),
+         ("procedureevents", "d_items"), ("d_items", "label"), "d.linksto = 'procedureevents'",
+         "linksto = 'procedureevents'", "d.category"),
+    _src(K.PROCEDURE, "hcpcsevents AS e", "e.short_description", ("hcpcsevents",)),
+    _src(K.ORGANISM, "microbiologyevents AS e", "e.org_name", ("microbiologyevents",)),
+    _src(K.ORGANISM, "microbiologyevents AS e", "e.test_name", ("microbiologyevents",)),
     # Categories a question filters by; no dictionary lists them, so only recorded values are known.
-    _src(K.CATEGORY, "admissions AS e", "e.admission_type", None, ("admissions",),
-         ("SEMI-URGENT TRANSFER", "SCHEDULED OBSERVATION")),
-    _src(K.CATEGORY, "icustays AS e", "e.first_careunit", None, ("icustays",),
-         ("Hyperbaric Intensive Care Unit (HICU)", "Burn Stepdown Unit (BSU)")),
-    _src(K.CATEGORY, "transfers AS e", "e.careunit", None, ("transfers",),
-         ("Hyperbaric Intensive Care Unit (HICU)", "Burn Stepdown Unit (BSU)")),
-    _src(K.CATEGORY, "microbiologyevents AS e", "e.spec_type_desc", None, ("microbiologyevents",),
-         ("NAIL CLIPPING", "VITREOUS WASH")),
-    _src(K.CATEGORY, "patients AS e", "e.gender", None, ("patients",)),
+    _src(K.CATEGORY, "admissions AS e", "e.admission_type", ("admissions",)),
+    _src(K.CATEGORY, "icustays AS e", "e.first_careunit", ("icustays",)),
+    _src(K.CATEGORY, "transfers AS e", "e.careunit", ("transfers",)),
+    _src(K.CATEGORY, "microbiologyevents AS e", "e.spec_type_desc", ("microbiologyevents",)),
+    _src(K.CATEGORY, "patients AS e", "e.gender", ("patients",)),
 )
 
 NAMED_KINDS = frozenset(s.kind for s in NAME_SOURCES)
 
-MADE_UP_NAMES: dict[SlotKind, tuple[str, ...]] = {
-    K.LAB_ITEM: ("Serum Osmiridate", "Plasma Thalonic Acid", "Vexin Index", "Cardiac Troponin Q", "Hemoglobin Z2"),
-    K.CHART_ITEM: ("Cerebral Oxygen Reserve", "Retinal Pulse Rate", "Thoracic Fluid Tension", "Capillary Refill Score"),
-    K.DRUG: ("Zantrophylline", "Velopraxine", "Oxaquinil Sulfate", "Dermazepam"),
-    K.DIAGNOSIS: ("Chronic vespertine nephritis", "Acute lateral hepatic torsion", "Vortex splenic syndrome"),
-    K.PROCEDURE: ("Transhepatic bilateral sinusotomy", "Percutaneous splenic reanastomosis", "Vortex lavage"),
-    K.ORGANISM: ("KLEBSIELLA VESPERENSIS", "STAPHYLOCOCCUS NOCTURNUS", "PSEUDOMONAS LATERALIS"),
-}
 
-
-def made_up_names(source: NameSource) -> tuple[str, ...]:
-    """Candidate names ``source`` does not hold (each is checked against the database before use)."""
-    return source.made_up or MADE_UP_NAMES.get(source.kind, ())
+def present(lookup: SourceLookup, source: NameSource) -> bool:
+    return all(lookup.has_table(t) for t in source.tables)
 
 
 def source_of(lookup: SourceLookup, kind: SlotKind, value: str) -> NameSource | None:
     """The first source of ``kind`` whose recorded names include ``value`` (None if none does)."""
     for source in NAME_SOURCES:
-        if source.kind is kind and all(lookup.has_table(t) for t in source.tables) \
-                and value in recorded_names(lookup, source):
+        if source.kind is kind and present(lookup, source) and value in recorded_names(lookup, source):
             return source
     return None
 
 
 def recorded_names(lookup: SourceLookup, source: NameSource, subject_id: int | None = None) -> frozenset[str]:
-    """Names occurring in the events (of one patient, if given)."""
-    key = ("names", source.events, source.name, subject_id)
+    """Names occurring in the events of the source's domain (of one patient, if given)."""
+    key = ("names", source.events, source.name, source.where, subject_id)
     if key not in lookup.memo:
         rows = lookup.con.execute(source.names_sql(subject_id)).fetchall()
         lookup.memo[key] = frozenset(r[0] for r in rows if r[0] is not None)
@@ -111,32 +152,44 @@ def recorded_names(lookup: SourceLookup, source: NameSource, subject_id: int | N
 
 
 def dictionary_names(lookup: SourceLookup, source: NameSource) -> frozenset[str]:
+    """Names the source's dictionary lists within its domain (empty without a dictionary)."""
     if source.dictionary is None:
         return frozenset()
     table, column = source.dictionary
-    key = ("dictionary", table, column)
+    key = ("dictionary", table, column, source.dictionary_where)
     if key not in lookup.memo:
-        rows = lookup.con.execute(f'SELECT DISTINCT "{column}" FROM main."{table}"').fetchall()
+        where = f" WHERE {source.dictionary_where}" if source.dictionary_where else ""
+        rows = lookup.con.execute(f'SELECT DISTINCT "{column}" FROM main."{table}"{where}').fetchall()
         lookup.memo[key] = frozenset(r[0] for r in rows if r[0] is not None)
     return lookup.memo[key]
 
 
-def known_anywhere(lookup: SourceLookup, kind: SlotKind, name: str) -> bool:
-    """Whether any source of ``kind`` knows ``name`` (case-insensitively), recorded or in a dictionary."""
+def known_folded(lookup: SourceLookup, kind: SlotKind) -> frozenset[str]:
+    """Every name any source of ``kind`` knows (any domain, recorded or listed), case-folded and trimmed:
+    a made-up name must be none of them."""
     key = ("known", kind)
-    known = lookup.memo.get(key)
-    if known is None:
-        known = frozenset(n.casefold() for source in NAME_SOURCES
-                          if source.kind is kind and all(lookup.has_table(t) for t in source.tables)
-                          for n in recorded_names(lookup, source) | dictionary_names(lookup, source))
-        lookup.memo[key] = known
-    return name.casefold() in known
+    if key not in lookup.memo:
+        names: set[str] = set()
+        for source in NAME_SOURCES:
+            if source.kind is not kind or not present(lookup, source):
+                continue
+            rows = lookup.con.execute(f"SELECT DISTINCT {source.name} FROM {source.events}").fetchall()
+            names |= {r[0] for r in rows if r[0] is not None}
+            if source.dictionary:
+                table, column = source.dictionary
+                names |= {r[0] for r in lookup.con.execute(f'SELECT DISTINCT "{column}" FROM main."{table}"')
+                          .fetchall() if r[0] is not None}
+        lookup.memo[key] = frozenset(n.strip().casefold() for n in names)
+    return lookup.memo[key]
 
 
-def stem(name: str) -> str | None:
-    """The general name a specific one refines: 'Bilirubin, Total' -> 'Bilirubin' (None if none)."""
-    for sep in (",", " (", " - "):
-        if sep in name:
-            head = name.split(sep, 1)[0].strip()
-            return head if len(head) >= 3 else None
-    return None
+def known_anywhere(lookup: SourceLookup, kind: SlotKind, name: str) -> bool:
+    """Whether any source of ``kind`` knows ``name`` (case and spaces aside), recorded or in a dictionary."""
+    return name.strip().casefold() in known_folded(lookup, kind)
+
+
+def refines(general: str, name: str) -> bool:
+    """``name`` refines ``general``: it begins with it, followed by a word boundary ('Bilirubin' ->
+    'Bilirubin, Total'). The same rule as ``NameSource.refinements_sql``."""
+    g, n = general.strip().casefold(), name.strip().casefold()
+    return len(n) > len(g) and n.startswith(g) and not n[len(g)].isalnum()

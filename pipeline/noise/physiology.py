@@ -194,6 +194,29 @@ ENDS_AFTER: dict[tuple[str, str], str] = {
 }
 
 
+# What kind of unit confusion a conversion is, by the unit it rewrites a value in: the mechanism
+# a ``unit_mismatch`` twin records.
+_FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("conventional_vs_si", ("mmol/l", "umol/l", "ukat/l", "mg/dl", "meq/l")),
+    ("mass_concentration_scale", ("g/l", "mg/l")),
+    ("temperature_scale", ("°c", "°f")),
+    ("pressure_unit", ("kpa", "cmh2o", "mmhg")),
+    ("percent_vs_fraction", ("fraction", "%")),
+    ("count_scale", ("/ul",)),
+    ("time_unit", ("min", "hours")),
+    ("weight_unit", ("lb", "kg")),
+    ("length_unit", ("in", "cm")),
+    ("metric_prefix", ("l", "ml", "mg", "g", "mcg", "l/hour", "ml/min")),
+    ("age_unit", ("months",)),
+)
+
+
+def conversion_family(unit: str) -> str:
+    """The kind of unit confusion that writes a value in ``unit`` (e.g. mg/dL -> mmol/L: conventional_vs_si)."""
+    u = unit.strip().lower()
+    return next((name for name, units in _FAMILIES if u in units), "other_unit")
+
+
 def measured_item(table: str, item: str | int | None, column: str | None = None) -> MeasuredItem | None:
     """The declared description of ``item`` in ``table`` (or, for tables without items, of the
     measured ``column`` itself), or None when it is not listed."""

@@ -16,26 +16,13 @@ from typing import Any
 
 import duckdb
 
-from pipeline.answers import DEFAULT_DECIMALS, Problem, Unanswerable, answer_text, answers_match, normalise
+from pipeline.answers import DEFAULT_DECIMALS, Observed, answer_text, answers_match, observe
 from pipeline.noise.case import CleanCase, sql_text
 from pipeline.noise.registry import Draft, DropReason, Effect, PremiseFact
 from pipeline.noise.row_roles import conflict_key
 from pipeline.patching import patched
 from pipeline.task_model import AnswerValue, Patch, Proof
 from pipeline.vocabulary import AnswerType, ProofCheck
-
-
-@dataclass(frozen=True)
-class Observed:
-    """The gold SQL's result on some database state: an answer, or the problem that prevents one."""
-
-    answer: AnswerValue | None
-    problem: Problem | None = None
-
-    def text(self, answer_type: AnswerType) -> str:
-        if self.answer is not None:
-            return answer_text(answer_type, self.answer)
-        return f"no answer ({self.problem})"
 
 
 @dataclass(frozen=True)
@@ -99,15 +86,12 @@ class Prover:
                 rows = self.con.execute(sql).fetchall()
         else:
             rows = self.con.execute(sql).fetchall()
-        try:
-            return Observed(normalise(answer_type, rows, decimals=decimals))
-        except Unanswerable as exc:
-            return Observed(None, exc.problem)
+        return observe(answer_type, rows, decimals=decimals)
 
-    def answer_under(self, case: CleanCase, patch: Patch) -> AnswerValue | None:
-        """The clean task's gold answer on the database as ``patch`` leaves it (None: no answer)."""
+    def answer_under(self, case: CleanCase, patch: Patch) -> Observed:
+        """What the clean task's gold SQL gives on the database as ``patch`` leaves it."""
         t = case.task
-        return self.run_gold(t.gold_sql, t.answer_type, decimals_of(case), patch).answer
+        return self.run_gold(t.gold_sql, t.answer_type, decimals_of(case), patch)
 
     @staticmethod
     def same_answer(case: CleanCase, answer: AnswerValue | None) -> bool:
@@ -128,10 +112,10 @@ class Prover:
         except duckdb.Error as exc:
             return Verdict(None, None, DropReason.GOLD_SQL_FAILED, str(exc).splitlines()[0])
         if self.same_answer(case, observed.answer):
-            return Verdict(None, None, DropReason.ANSWER_UNCHANGED, f"still {observed.text(t.answer_type)}")
+            return Verdict(None, None, DropReason.ANSWER_UNCHANGED, f"still {_text(observed, t.answer_type)}")
         p = draft.patch
         clean = answer_text(t.answer_type, t.answer) if t.answer is not None else "none"
-        detail = (f"gold SQL re-run under the patch: clean answer {clean} -> {observed.text(t.answer_type)}; "
+        detail = (f"gold SQL re-run under the patch: clean answer {clean} -> {_text(observed, t.answer_type)}; "
                   f"the patch hides {len(p.hide)}, changes {len(p.update)} value(s), adds {len(p.add)} row(s), "
                   f"all within the clean evidence ({len(t.evidence)} rows)")
         return Verdict(Proof(ProofCheck.ANSWER_CHANGED.value, True, detail),
@@ -162,7 +146,7 @@ class Prover:
             observed = self.run_gold(gold_sql, t.answer_type, decimals_of(case))
         except duckdb.Error as exc:
             return Verdict(None, None, DropReason.GOLD_SQL_FAILED, str(exc).splitlines()[0])
-        detail = "; ".join(seen) + f"; the re-rendered gold SQL gives {observed.text(t.answer_type)}"
+        detail = "; ".join(seen) + f"; the re-rendered gold SQL gives {_text(observed, t.answer_type)}"
         return Verdict(Proof(check.value, True, detail), Effect(t.answer, observed.answer, observed.problem))
 
     def count(self, sql: str) -> int:
@@ -184,3 +168,9 @@ class Prover:
                 if fact.op == ">=" and len(found) >= fact.value:
                     break
         return len(found)
+
+
+def _text(observed: Observed, answer_type: AnswerType) -> str:
+    if observed.answer is not None:
+        return answer_text(answer_type, observed.answer)
+    return f"no answer ({observed.problem})"

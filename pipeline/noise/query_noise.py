@@ -3,17 +3,19 @@
 Every twin re-renders the clean task's template with one slot changed; its proof counts rows on the
 unchanged source database (``PremiseFact``) and re-runs the re-rendered gold SQL.
 
-- ``nonexistent_entity``: a patient, admission or ICU stay id that no row holds; for questions
-  naming no entity (population level), a made-up lab, chart item, drug, diagnosis, procedure or
-  organism that no dictionary knows. Outcome ``invalid_premise``.
+- ``nonexistent_entity``: a patient, admission or ICU stay id that no row holds, or a made-up lab,
+  chart item, drug, diagnosis, procedure, organism or category no dictionary knows, drawn from the
+  twin's split (``pipeline.noise.made_up``). Outcome ``invalid_premise``. Not for counts and yes/no
+  questions, whose truthful answer (0, "no") would be as right.
 - ``false_premise``: a name the database does record, but never for this patient (population
   level: a dictionary name never recorded for anyone); the re-rendered gold SQL must give no answer,
   so counts and yes/no questions, which answer 0 or "no" truthfully, are excluded. ``invalid_premise``.
 - ``out_of_window``: the time window moved years past (or before) every record of the patient (of the
   database, for population questions). Outcome ``no_evidence``.
 - ``ambiguous_reference``: "the hospital admission" instead of the admission id, for a patient whose
-  admissions give different answers; or a general name ("Bilirubin") that several recorded names refine
-  ("Bilirubin, Total", "Bilirubin, Direct") with different answers. Outcome ``ambiguous``.
+  admissions give different answers; or the clean name cut back to a general name ("Bilirubin" for
+  "Bilirubin, Total") that several recorded names of the same fluid or category refine, the clean
+  name among them, with different answers. Outcome ``ambiguous``.
 """
 
 import re
@@ -22,9 +24,10 @@ from datetime import datetime, timedelta
 from random import Random
 
 from pipeline.noise.case import CleanCase, SourceLookup
-from pipeline.noise.edits import dangling_id, pick
-from pipeline.noise.names import NAME_SOURCES, NAMED_KINDS, dictionary_names, known_anywhere, made_up_names, \
-    recorded_names, source_of, stem
+from pipeline.noise.edits import pick
+from pipeline.noise.made_up import MadeUp
+from pipeline.noise.names import NAME_SOURCES, NAMED_KINDS, NameSource, dictionary_names, present, \
+    recorded_names, refines, source_of
 from pipeline.noise.proof import literal
 from pipeline.noise.registry import AnswerUnder, Applicability, Draft, DropReason, Effect, Injector, PremiseFact, \
     register
@@ -36,6 +39,7 @@ from pipeline.vocabulary import Level, NoiseType, Operation, SlotKind, Status
 ENTITY_KINDS = (SlotKind.ICU_STAY, SlotKind.ADMISSION, SlotKind.SUBJECT)  # most specific first
 NAMES_TRIED = 3  # replacement names tried per slot
 MAX_REFERENTS = 4  # admissions or names an ambiguity check renders the gold SQL for
+NOT_COUNTS = frozenset(Operation) - {Operation.COUNT, Operation.EXISTENCE}
 
 
 def _params(**kw) -> tuple[NamedValue, ...]:
@@ -55,43 +59,30 @@ def _zero_like(effect: Effect) -> bool:
 class NonexistentEntity(Injector):
     noise_type = NoiseType.NONEXISTENT_ENTITY
     status = Status.INVALID_PREMISE
-    applies = Applicability(needs_slot=frozenset(ENTITY_KINDS) | NAMED_KINDS,
-                            note="needs a slot naming a patient, admission, stay or a named item")
+    applies = Applicability(
+        needs_slot=frozenset(ENTITY_KINDS) | NAMED_KINDS, operations=NOT_COUNTS,
+        note="needs a slot naming a patient, admission, stay or a named item; not for counts and yes/no "
+             "questions, whose truthful 0 / no about something that does not exist is as right")
 
     def drafts(self, case: CleanCase, lookup: SourceLookup, rng: Random) -> Iterator[Draft]:
+        made_up = MadeUp(lookup, case.seed)
         for name in case.slots_of(*ENTITY_KINDS):
             entity, column = ENTITY_OF_SLOT[case.slot_kinds[name]]
-            fake = dangling_id(lookup, entity, column, rng)
-            yield Draft(_params(slot=name, original=case.slots[name], nonexistent=fake), self.status,
-                        slots=_with(case, name, str(fake)),
+            fake = made_up.entity_id(entity, column, case.split, rng)
+            yield Draft(_params(slot=name, original=case.slots[name], nonexistent=fake, name_pool=case.split.value),
+                        self.status, slots=_with(case, name, str(fake)),
                         premise=(PremiseFact(f"{entity} rows with {column} = {fake}",
                                              f'SELECT count(*) FROM "{entity}" WHERE "{column}" = {fake}', "==", 0),))
         for name in case.slots_of(*NAMED_KINDS):
             kind = case.slot_kinds[name]
             source = source_of(lookup, kind, case.slots[name])
-            if source is None:
+            fake = made_up.name(source, case.split, rng) if source is not None else None
+            if fake is None:
                 continue
-            names = [n for n in made_up_names(source) if not known_anywhere(lookup, kind, n)]
-            for fake in pick(names, 1, rng):
-                sqls = dict.fromkeys(_name_count_sql(s, fake) for s in _sources_present(lookup, kind))
-                facts = tuple(PremiseFact(f"entries named {fake!r} ({sql.split(' FROM ')[1].split()[0]})", sql, "==", 0)
-                              for sql in sqls)
-                yield Draft(_params(slot=name, original=case.slots[name], nonexistent=fake), self.status,
-                            slots=_with(case, name, fake), premise=facts)
-
-
-def _sources_present(lookup: SourceLookup, kind: SlotKind):
-    return [s for s in NAME_SOURCES if s.kind is kind and all(lookup.has_table(t) for t in s.tables)]
-
-
-def _name_count_sql(source, name: str) -> str:
-    """Entries whose name is ``name``, ignoring case: in the dictionary if the source has one (its
-    events join to it, so none can carry an unknown name), else in the events."""
-    lit = literal(name.casefold())
-    if source.dictionary:
-        table, column = source.dictionary
-        return f'SELECT count(*) FROM "{table}" WHERE lower("{column}") = {lit}'
-    return f"SELECT count(*) FROM {source.events} WHERE lower({source.name}) = {lit}"
+            facts = tuple(PremiseFact(f"entries named {fake!r} ({s.events_table})", s.exact_count_sql(fake), "==", 0)
+                          for s in NAME_SOURCES if s.kind is kind and present(lookup, s))
+            yield Draft(_params(slot=name, original=case.slots[name], nonexistent=fake, name_pool=case.split.value),
+                        self.status, slots=_with(case, name, fake), premise=facts)
 
 
 @register
@@ -99,7 +90,7 @@ class FalsePremise(Injector):
     noise_type = NoiseType.FALSE_PREMISE
     status = Status.INVALID_PREMISE
     applies = Applicability(
-        needs_slot=NAMED_KINDS, operations=frozenset(Operation) - {Operation.COUNT, Operation.EXISTENCE},
+        needs_slot=NAMED_KINDS, operations=NOT_COUNTS,
         note="needs a named item (drug, lab, diagnosis, ...); a count or yes/no question about an absent item "
              "is answered truthfully (0, no), so it presumes nothing")
 
@@ -109,22 +100,23 @@ class FalsePremise(Injector):
             source = source_of(lookup, case.slot_kinds[name], case.slots[name])
             if source is None:
                 continue
+            kind = case.slot_kinds[name]
             if subject is not None:
-                # A name other patients have, this patient never.
+                # A name other patients have, this patient never (under any source of the kind).
                 pool = _sorted(lookup, source, "recorded")
-                mine = recorded_names(lookup, source, subject)
+                mine = {n.strip().casefold() for s in NAME_SOURCES if s.kind is kind and present(lookup, s)
+                        for n in recorded_names(lookup, s, subject)}
                 scope = f"events of patient {subject}"
             else:
                 pool = _sorted(lookup, source, "dictionary_only")
-                mine = frozenset()
+                mine = set()
                 scope = "events of any patient"
-            others = [n for n in pick(pool, NAMES_TRIED + len(mine), rng) if n not in mine][:NAMES_TRIED]
-            for other in others:
-                facts = (
-                    PremiseFact(f"{scope} named {other!r}", source.count_sql(literal(other), subject), "==", 0),
-                    PremiseFact(f"names {other!r} known to the database",
-                                _known_sql(source, other, recorded=subject is not None), ">=", 1),
-                )
+            others = [n for n in pick(pool, NAMES_TRIED + len(mine), rng) if n.strip().casefold() not in mine]
+            for other in others[:NAMES_TRIED]:
+                facts = tuple(PremiseFact(f"{scope} named {other!r} ({s.events_table})",
+                                          s.exact_count_sql(other, subject, recorded=True), "==", 0)
+                              for s in NAME_SOURCES if s.kind is kind and present(lookup, s))
+                facts += (PremiseFact(f"names {other!r} known to the database", _known_sql(source, other), ">=", 1),)
                 yield Draft(_params(slot=name, original=case.slots[name], presumed=other, scope=scope),
                             self.status, slots=_with(case, name, other), premise=facts)
 
@@ -132,22 +124,23 @@ class FalsePremise(Injector):
         return (Outcome(Status.INVALID_PREMISE),) if effect.no_answer else DropReason.ANSWER_STILL_DEFINED
 
 
-def _sorted(lookup: SourceLookup, source, which: str) -> list[str]:
-    """Recorded names, or dictionary names never recorded, as a sorted list (cached: seeded picks need
-    a fixed order)."""
-    key = ("sorted", which, source.events, source.name)
+def _sorted(lookup: SourceLookup, source: NameSource, which: str) -> list[str]:
+    """Recorded names, or dictionary names never recorded by anyone, as a sorted list (cached: seeded
+    picks need a fixed order)."""
+    key = ("sorted", which, source.events, source.name, source.where)
     if key not in lookup.memo:
-        names = recorded_names(lookup, source) if which == "recorded" else \
-            dictionary_names(lookup, source) - recorded_names(lookup, source)
+        if which == "recorded":
+            names = recorded_names(lookup, source)
+        else:
+            recorded = {n.strip().casefold() for s in NAME_SOURCES if s.kind is source.kind and present(lookup, s)
+                        for n in recorded_names(lookup, s)}
+            names = {n for n in dictionary_names(lookup, source) if n.strip().casefold() not in recorded}
         lookup.memo[key] = sorted(names)
     return lookup.memo[key]
 
 
-def _known_sql(source, name: str, *, recorded: bool) -> str:
-    if recorded or source.dictionary is None:
-        return source.count_sql(literal(name))
-    table, column = source.dictionary
-    return f'SELECT count(*) FROM "{table}" WHERE "{column}" = {literal(name)}'
+def _known_sql(source: NameSource, name: str) -> str:
+    return source.exact_count_sql(name)
 
 
 def _record_span_sql(case: CleanCase, lookup: SourceLookup, subject: int | None) -> tuple[str, list[str]]:
@@ -215,10 +208,37 @@ class OutOfWindow(Injector):
 _SENTINEL = "\u2063REF\u2063"
 # How a question names an admission or ICU stay by id, and what an ambiguous reference says instead.
 REFERENCE_PHRASES: dict[SlotKind, tuple[re.Pattern, str]] = {
-    SlotKind.ADMISSION: (re.compile(r"\b(?:hospital )?(?:admission|hospitalization) " + _SENTINEL), "the hospital admission"),
-    SlotKind.ICU_STAY: (re.compile(r"\b(?:ICU )?stay " + _SENTINEL), "the ICU stay"),
+    SlotKind.ADMISSION: (re.compile(r"\b(?:hospital )?(?:admission|hospitalization) " + _SENTINEL),
+                         "the hospital admission"),
+    SlotKind.ICU_STAY: (re.compile(r"\b(?:ICU )?(?:stay|admission) " + _SENTINEL), "the ICU stay"),
 }
 SIBLINGS = {SlotKind.ADMISSION: ("admissions", "hadm_id"), SlotKind.ICU_STAY: ("icustays", "stay_id")}
+
+
+def vague_reference(question_with_sentinel: str, kind: SlotKind) -> str | None:
+    """The question with the entity's id replaced by a vague reference, or None when the question does
+    not name it exactly once in a form this knows. "patient 7's admission 123" becomes "patient 7's
+    hospital admission", not "patient 7's the hospital admission"."""
+    pattern, phrase = REFERENCE_PHRASES[kind]
+    question, n = pattern.subn(phrase, question_with_sentinel)
+    if n != 1 or _SENTINEL in question:
+        return None
+    return question.replace("'s the ", "'s ")
+
+
+def general_names(name: str) -> list[str]:
+    """The general names ``name`` refines, most specific first: cut before a separator ("Bilirubin,
+    Total" -> "Bilirubin") or after two or more words ("Metoprolol Succinate XL" -> "Metoprolol
+    Succinate"); never a single word that no separator ends ("Heart Rate" does not give "Heart")."""
+    out = []
+    for m in re.finditer(r"\s*(?:,|\(| - | / |:)", name):
+        head = name[:m.start()].strip()
+        if len(head) >= 3:
+            out.append(head)
+    words = name.split()
+    for k in range(len(words) - 1, 1, -1):
+        out.append(" ".join(words[:k]).rstrip(",:;-/("))
+    return sorted(dict.fromkeys(g for g in out if g and g != name), key=len, reverse=True)
 
 
 @register
@@ -227,7 +247,7 @@ class AmbiguousReference(Injector):
     status = Status.AMBIGUOUS
     applies = Applicability(needs_slot=frozenset({SlotKind.ADMISSION, SlotKind.ICU_STAY}) | NAMED_KINDS,
                             note="needs an admission/stay the question names by id, or a named item whose "
-                                 "general name several recorded names refine")
+                                 "general name several recorded names of its fluid or category refine")
 
     def drafts(self, case: CleanCase, lookup: SourceLookup, rng: Random) -> Iterator[Draft]:
         yield from self._entity_drafts(case, lookup, rng)
@@ -237,10 +257,9 @@ class AmbiguousReference(Injector):
         subject = case.task.subject_id
         for name in case.slots_of(SlotKind.ADMISSION, SlotKind.ICU_STAY):
             kind = case.slot_kinds[name]
-            pattern, phrase = REFERENCE_PHRASES[kind]
             text = case.template.render_question({**case.slots, name: _SENTINEL}, case.task.paraphrase)
-            question, n = pattern.subn(phrase, text)
-            if n != 1 or _SENTINEL in question or subject is None:
+            question = vague_reference(text, kind)
+            if question is None or subject is None:
                 continue
             table, column = SIBLINGS[kind]
             siblings = [r[0] for r in lookup.query(
@@ -256,8 +275,8 @@ class AmbiguousReference(Injector):
                             f'SELECT count(*) FROM "{table}" WHERE subject_id = {int(subject)}', ">=", 2),
                 PremiseFact(f"distinct answers over {len(chosen)} of them", "", ">=", 2, answers=golds),
             )
-            yield Draft(_params(slot=name, original=case.slots[name], reference=phrase,
-                                referents="|".join(chosen)),
+            yield Draft(_params(slot=name, original=case.slots[name], reference=REFERENCE_PHRASES[kind][1],
+                                readings="|".join(chosen)),
                         self.status, slots=dict(case.slots), premise=facts,
                         question=question,
                         gold_sql=f'SELECT "{column}" FROM "{table}" WHERE subject_id = {int(subject)} ORDER BY 1')
@@ -265,37 +284,52 @@ class AmbiguousReference(Injector):
     def _name_drafts(self, case, lookup, rng) -> Iterator[Draft]:
         subject = case.task.subject_id if case.task.level is Level.PATIENT else None
         for name in case.slots_of(*NAMED_KINDS):
-            source = source_of(lookup, case.slot_kinds[name], case.slots[name])
+            kind = case.slot_kinds[name]
+            clean = case.slots[name]
+            source = source_of(lookup, kind, clean)
             if source is None:
                 continue
-            recorded = recorded_names(lookup, source, subject)
-            everything = recorded_names(lookup, source)
-            general: dict[str, list[str]] = {}
-            for n in sorted(recorded):
-                s = stem(n)
-                if s and s not in everything:  # an exact name is not ambiguous
-                    general.setdefault(s, []).append(n)
-            groups = [(s, ns) for s, ns in sorted(general.items()) if len(ns) >= 2]
-            # The clean name's own general name first: the natural vague version of this question.
-            own = stem(case.slots[name])
-            groups.sort(key=lambda g: g[0] != own)
-            for s, refinements in groups[:1] + pick(groups[1:], NAMES_TRIED - 1, rng):
-                chosen = refinements[:MAX_REFERENTS]
+            recorded = _named_groups(lookup, source, subject)
+            group = recorded.get(clean)
+            known = {n.strip().casefold() for s in NAME_SOURCES if s.kind is kind and present(lookup, s)
+                     for n in recorded_names(lookup, s) | dictionary_names(lookup, s)}
+            for general in general_names(clean):
+                if general.strip().casefold() in known:
+                    continue  # an exact name is not ambiguous
+                readings = sorted(n for n, g in recorded.items() if g == group and refines(general, n))
+                if clean not in readings or len(readings) < 2:
+                    continue
+                # The clean name first: the answer it gives must be one of the distinct ones.
+                chosen = [clean] + [r for r in readings if r != clean][:MAX_REFERENTS - 1]
                 golds = tuple(case.template.render_sql(_with(case, name, r)) for r in chosen)
                 scope = f"patient {subject}" if subject is not None else "any patient"
-                pattern = literal(s + "%")
                 facts = (
-                    PremiseFact(f"recorded names for {scope} starting with {s!r}",
-                                f"SELECT count(DISTINCT {source.name}) FROM {source.events} WHERE {source.name} "
-                                f"LIKE {pattern}" + (f" AND e.subject_id = {int(subject)}" if subject else ""),
-                                ">=", 2),
-                    PremiseFact(f"names exactly {s!r}", source.count_sql(literal(s)), "==", 0),
-                    PremiseFact(f"distinct answers over {len(chosen)} refinements", "", ">=", 2, answers=golds),
+                    PremiseFact(f"recorded names for {scope} refining {general!r}",
+                                f"SELECT count(*) FROM ({source.refinements_sql(general, subject)})", ">=", 2),
+                    PremiseFact(f"names exactly {general!r}", source.exact_count_sql(general), "==", 0),
+                    PremiseFact(f"distinct answers over {len(chosen)} readings", "", ">=", 2, answers=golds),
                 )
-                yield Draft(_params(slot=name, original=case.slots[name], reference=s,
-                                    referents="|".join(chosen)),
-                            self.status, slots=_with(case, name, s), premise=facts,
-                            gold_sql=f"SELECT DISTINCT {source.name} FROM {source.events} WHERE {source.name} LIKE "
-                                     f"{pattern}" + (f" AND e.subject_id = {int(subject)}" if subject else "")
-                                     + " ORDER BY 1")
+                yield Draft(_params(slot=name, original=clean, reference=general, readings="|".join(readings)),
+                            self.status, slots=_with(case, name, general), premise=facts,
+                            gold_sql=f"{source.refinements_sql(general, subject)} ORDER BY 1")
+                break  # the most specific general name is the minimal change
+
+
+def _named_groups(lookup: SourceLookup, source: NameSource, subject: int | None) -> dict[str, str | None]:
+    """Recorded name -> its fluid or category (None where the source has no grouping), for one patient
+    or for everyone."""
+    key = ("groups", source.events, source.name, source.where, subject)
+    if key not in lookup.memo:
+        group = source.group or "NULL"
+        where = [c for c in (source.where, f"e.subject_id = {int(subject)}" if subject is not None else "") if c]
+        rows = lookup.con.execute(
+            f"SELECT DISTINCT {source.name}, {group} FROM {source.events}"
+            + (" WHERE " + " AND ".join(where) if where else "")).fetchall()
+        groups: dict[str, str | None] = {}
+        for n, g in rows:
+            if n is not None:
+                groups.setdefault(n, g)
+        lookup.memo[key] = groups
+    return lookup.memo[key]
+
 

@@ -1,15 +1,20 @@
 """Record-level noise: the question stays, rows of the task's database disappear, appear or drift.
 
-- ``missing_evidence`` hides the fact rows the answer rests on. Only a twin whose gold SQL then gives
-  no answer at all is kept: hiding the rows a count rests on leaves a valid count of 0, which is not
-  missing evidence (dropped as ``answer_still_defined``).
+- ``missing_evidence``: the results the answer rests on never came back. Where a table records
+  results that can be missing (``NOT_RESULTED``: a lab drawn but never resulted, a vital charted
+  without a value, a scheduled dose not given, a prescription without a dose), the rows stay and
+  their values go, as in real records; elsewhere the rows the answer ranges over are hidden. Kept
+  only when the twin's gold SQL then gives no answer at all and the record still shows the named
+  thing for the patient (else the question's premise would fail, which is ``false_premise``): the
+  label check (``pipeline.noise.status_rules``) decides that from the twin's record alone.
 - ``conflicting_duplicate`` adds a copy of an evidence row (same patient, time and item; a fresh
   surrogate id, as a second charting would get) with a different value in a fact column.
 - ``orphaned_record`` detaches evidence rows: a link (stay, admission, patient) is set to an id that
-  does not exist, or the row's times are moved past the end of its admission or stay. Patient-level
-  twins detach all of the table's evidence rows (so ``no_evidence`` is also right when nothing is
-  left); population-level twins detach the rows of one cohort member (the stay, admission or patient
-  with the fewest evidence rows), which takes that member out of the answer.
+  does not exist (drawn from the twin's split, ``pipeline.noise.made_up``), or the row's times are
+  moved past the end of its admission or stay. Patient-level twins detach all of the table's evidence
+  rows; population-level twins detach the rows of one cohort member (the stay, admission or patient
+  with the fewest evidence rows). Accepted: ``inconsistent_record``, or the answer once the detached
+  rows are set aside (``no_evidence`` when nothing is left; a count's 0 is such an answer).
 
 Rows of the entities a question names (the patient, admission or stay row itself) are never hidden
 or detached: without them the question's premise fails, which is query-level noise.
@@ -20,17 +25,31 @@ from datetime import date, datetime, timedelta
 from random import Random
 
 from pipeline.noise.case import CleanCase, SourceLookup, measure_of, sql_text
-from pipeline.noise.edits import as_number, copy_row, dangling_id, entity_tables, fact_tables, is_numeric, pick, \
-    row_ref
+from pipeline.noise.edits import as_number, copy_row, entity_tables, fact_tables, is_numeric, pick, row_ref
+from pipeline.noise.made_up import MadeUp
 from pipeline.noise.physiology import format_value, measured_item
 from pipeline.noise.registry import AnswerUnder, Applicability, Draft, DropReason, Effect, Injector, register
 from pipeline.noise.row_roles import LINK_COLUMNS, conflict_key, roles
 from pipeline.schema import ROW_ID, table
-from pipeline.task_model import NamedValue, Outcome, Patch, ValueChange
+from pipeline.task_model import NamedValue, Outcome, Patch, RowRef, ValueChange
 from pipeline.vocabulary import Level, NoiseType, Operation, SlotKind, Status
 
 ROWS_PER_TWIN_POPULATION = 1
 ALTERNATIVES_PER_ROW = 2  # distinct replacement values tried per duplicated row
+
+# What a result that was ordered (or scheduled) but never came back looks like, per table: the row
+# stays and these columns take these values. They are what MIMIC-IV itself stores for such rows.
+NOT_RESULTED: dict[str, dict[str, str | None]] = {
+    "labevents": {"valuenum": None, "value": None, "flag": None, "comments": "___"},
+    "chartevents": {"valuenum": None, "value": None},
+    "emar": {"event_txt": "Not Given"},
+    "prescriptions": {"dose_val_rx": None},
+    "inputevents": {"amount": None},
+    "procedureevents": {"value": None},
+}
+# A first/last/change question over results without values has an earlier (or later) result to fall
+# back on: a reader could answer with it, so those are hidden, not emptied, and proven like any other.
+_FALLS_BACK = frozenset({Operation.FIRST, Operation.LAST, Operation.CHANGE})
 
 
 def _params(**kw) -> tuple[NamedValue, ...]:
@@ -49,10 +68,20 @@ class MissingEvidence(Injector):
         tables = fact_tables(case)
         if not tables:
             return  # the answer is a fact of the named entity's own row: hiding it is query-level noise
+        operation = getattr(case.template, "operation", None)
+        for name in tables:
+            columns = NOT_RESULTED.get(name)
+            if columns is None or operation in _FALLS_BACK:
+                continue
+            rows = case.evidence_rows(name)
+            changes = tuple(ValueChange(name, int(r[ROW_ID]), col, value)
+                            for r in rows for col, value in columns.items())
+            yield Draft(_params(table=name, mechanism="not_resulted", rows=len(rows),
+                                columns="+".join(columns)), self.status, patch=Patch(update=changes))
         groups = [tables] + ([[t] for t in tables] if len(tables) > 1 else [])
         for group in groups:
             refs = tuple(row_ref(t, r) for t in group for r in case.evidence_rows(t))
-            yield Draft(_params(tables="+".join(group), hidden_rows=len(refs)), self.status,
+            yield Draft(_params(tables="+".join(group), mechanism="rows_absent", rows=len(refs)), self.status,
                         patch=Patch(hide=refs))
 
     def accepted(self, case, draft, effect: Effect, answer_under: AnswerUnder):
@@ -215,6 +244,7 @@ class OrphanedRecord(Injector):
     applies = Applicability(needs_rows=True, note="needs evidence rows that link to a patient, admission or stay")
 
     def drafts(self, case: CleanCase, lookup: SourceLookup, rng: Random) -> Iterator[Draft]:
+        made_up = MadeUp(lookup, case.seed)
         named = case.slot_kinds.values()
         # Detach from what the question scopes by first: that is the link an answer follows.
         link_order = sorted(LINK_COLUMNS, key=lambda lc: {"stay_id": SlotKind.ICU_STAY, "hadm_id": SlotKind.ADMISSION,
@@ -229,10 +259,11 @@ class OrphanedRecord(Injector):
             for col, entity in links:
                 if not any(r.get(col) is not None for r in rows):
                     continue
-                bad = dangling_id(lookup, entity, col, rng)
+                bad = made_up.entity_id(entity, col, case.split, rng)
                 changes = tuple(ValueChange(name, int(r[ROW_ID]), col, str(bad)) for r in rows)
                 yield Draft(_params(table=name, how="dangling_link", column=col, dangling_id=bad,
-                                    rows=len(rows)), self.status, patch=Patch(update=changes))
+                                    rows=len(rows), name_pool=case.split.value),
+                            self.status, patch=Patch(update=changes))
             shift = _time_shift(lookup, name, rows) if roles(name).time else None
             if shift is not None:
                 changes = tuple(ValueChange(name, int(r[ROW_ID]), c, sql_text(_shifted(r[c], shift)))
@@ -241,7 +272,14 @@ class OrphanedRecord(Injector):
                             self.status, patch=Patch(update=changes))
 
     def accepted(self, case, draft, effect: Effect, answer_under: AnswerUnder):
-        outcomes = [Outcome(Status.INCONSISTENT_RECORD)]
-        if effect.no_answer:
-            outcomes.append(Outcome(Status.NO_EVIDENCE))
-        return tuple(outcomes)
+        # A reader may set the detached rows aside and answer from the rest: that answer is as right
+        # (a count's 0 included); with nothing left, "no evidence" is.
+        detached = tuple(sorted({RowRef(c.table, c.row_id) for c in draft.patch.update},
+                                key=lambda r: (r.table, r.row_id)))
+        rest = answer_under(Patch(hide=detached))
+        if rest.answer is not None:
+            return (Outcome(Status.INCONSISTENT_RECORD), Outcome(Status.ANSWERED, rest.answer))
+        if rest.no_answer:
+            return (Outcome(Status.INCONSISTENT_RECORD), Outcome(Status.NO_EVIDENCE))
+        return DropReason.TIE_WITHOUT_ROWS
+

@@ -17,7 +17,7 @@ from enum import StrEnum
 from random import Random
 from typing import ClassVar
 
-from pipeline.answers import Problem
+from pipeline.answers import Observed, Problem
 from pipeline.noise.case import CleanCase, SourceLookup, measure_of
 from pipeline.task_model import AnswerValue, NamedValue, Outcome, Patch
 from pipeline.vocabulary import (NOISE_LEVEL_OF, AnswerType, Intent, Level, NoiseLevel, NoiseType, Operation,
@@ -34,6 +34,9 @@ class DropReason(StrEnum):
     ANSWER_UNCHANGED = "answer_unchanged"  # under the patch the gold SQL still returns the clean answer
     ANSWER_STILL_DEFINED = "answer_still_defined"  # e.g. hiding the evidence leaves a valid count of 0
     PREMISE_HOLDS = "premise_holds"  # the changed question's premise is true on the database
+    TIE_WITHOUT_ROWS = "tie_without_rows"  # setting the noisy rows aside leaves rows that tie: no answer, no label
+    LABEL_NOT_DECIDABLE = "label_not_decidable"  # the twin's record alone does not support its outcomes
+    VALUE_REUSED = "value_reused"  # the replacement value was already used for this item (a memorisable value)
 
 
 @dataclass(frozen=True)
@@ -132,7 +135,8 @@ class Effect:
         return self.observed is None and self.problem in (Problem.NO_ROWS, Problem.NULL_VALUE)
 
 
-AnswerUnder = Callable[[Patch], AnswerValue | None]
+# What the clean gold SQL gives on the twin's database with a further patch laid on top of the source.
+AnswerUnder = Callable[[Patch], Observed]
 
 
 class Injector(ABC):
@@ -153,6 +157,9 @@ class Injector(ABC):
                  answer_under: AnswerUnder) -> tuple[Outcome, ...] | DropReason:
         """The outcomes a verifier accepts for a proven draft, or why it must be dropped after all."""
         return (Outcome(draft.expected_status),)
+
+    def kept(self, case: CleanCase, draft: Draft, lookup: SourceLookup) -> None:
+        """Called when a draft of this injector is published (to balance what later drafts choose)."""
 
 
 _REGISTRY: dict[NoiseType, Injector] = {}

@@ -3,33 +3,41 @@
 Both injectors need the template's ``measure`` (table, value column, unit column) and work on the
 evidence rows of that table, one row per twin.
 
-- ``implausible_value`` writes a physiologically impossible value (``physiology.MEASURED_ITEMS``;
-  for unlisted items never recorded below zero, a negative value; for an end time such as a
-  discharge, a time before its start, ``physiology.ENDS_AFTER``). Accepted: ``implausible_value``,
-  or the answer recomputed without the row (the gold SQL re-run with the row hidden), or
-  ``no_evidence`` when nothing is left once the row is set aside.
-- ``unit_mismatch`` rewrites the value in another unit and relabels the unit column (where there is
-  none, as in ``omr``, ``patients.anchor_age`` or ``icustays.los``, the value no longer fits the unit
-  of the item's name or the column: a weight in kg under "Weight (Lbs)", an age in months). Accepted:
+- ``implausible_value`` writes the value a real charting error would have produced
+  (``pipeline.noise.value_errors``: a decimal shift, a lost decimal point, a value in another unit
+  charted unconverted, transposed or doubled digits, a sign slip, a placeholder, an end time typed
+  wrong), kept only when it lies outside the item's physiological limits
+  (``physiology.MEASURED_ITEMS``; items without declared limits get no implausible twin). The
+  mechanism is recorded in ``noise_params``; mechanisms are taken least-used first so none dominates,
+  and a replacement value is used once per item, so no value can be memorised. Accepted:
+  ``implausible_value``, or the answer recomputed without the row, or ``no_evidence`` when nothing
+  is left once the row is set aside.
+- ``unit_mismatch`` rewrites the value in another unit and relabels the row's unit column (only
+  where the table has one: a unit an agent can see is not the item's usual one). The conversion's
+  family (SI vs conventional, temperature scale, ...) is the mechanism. Accepted:
   ``unit_inconsistency``, or the clean answer, which converting back restores (the twin's recorded
   value converts back to the clean value within 1e-6, far inside any task's tolerance).
 """
 
+import math
+from collections import Counter
 from collections.abc import Iterator
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from random import Random
 
+from pipeline.anomalies import UNIT_OF
 from pipeline.noise.case import CleanCase, SourceLookup, measure_of, sql_text
 from pipeline.noise.edits import as_number, pick, set_value
-from pipeline.noise.physiology import ENDS_AFTER, conversions_for, format_value, measured_item
-from pipeline.noise.proof import literal
-from pipeline.noise.registry import AnswerUnder, Applicability, Draft, Effect, Injector, register
+from pipeline.noise.physiology import ENDS_AFTER, conversion_family, conversions_for, format_value, measured_item
+from pipeline.noise.registry import AnswerUnder, Applicability, Draft, DropReason, Effect, Injector, register
 from pipeline.noise.row_roles import roles
-from pipeline.schema import ROW_ID
+from pipeline.noise.value_errors import MECHANISMS, Mechanism, outside
+from pipeline.schema import ROW_ID, table
 from pipeline.task_model import NamedValue, Outcome, Patch, RowRef
 from pipeline.vocabulary import NoiseType, Status
 
 ROWS_TRIED = 3  # evidence rows a value twin may target, in seeded order
+VALUES_PER_ROW = 2  # erroneous values tried per row (different mechanisms)
 
 
 def _item_of(table_name: str, row: dict):
@@ -53,27 +61,36 @@ def _params(**kw) -> tuple[NamedValue, ...]:
     return tuple(NamedValue(k, str(v)) for k, v in kw.items())
 
 
-def _impossible(lookup: SourceLookup, table_name: str, value_col: str, row: dict, value,
-                rng: Random) -> tuple[str, str] | None:
-    """(value text, the rule that makes it impossible) for one measured value, or None."""
-    if isinstance(value, (datetime, date)):
-        start_col = ENDS_AFTER.get((table_name, value_col))
-        start = row.get(start_col) if start_col else None
-        if not isinstance(start, (datetime, date)):
-            return None
-        return sql_text(start - timedelta(days=rng.randint(1, 3), hours=rng.randint(1, 12))), \
-            f"{value_col} before {start_col}: it ends before it starts"
-    item = _item_of(table_name, row)
-    described = measured_item(table_name, item, value_col)
-    if described is not None:
-        return format_value(rng.choice(described.impossible)), \
-            f"outside {described.name} range {described.plausible}"
-    item_col = roles(table_name).item
-    where = f'"{item_col[0]}" = {literal(item)}' if item_col and item is not None else "TRUE"
-    lowest = lookup.column_min(table_name, value_col, where)
-    if lowest is None or lowest < 0:
-        return None  # an unlisted item that can be negative: nothing is surely impossible
-    return format_value(-(abs(value) or 1.0) * 10), "negative value of an item never recorded below zero"
+def _text(table_name: str, column: str, value: float) -> str | None:
+    if not math.isfinite(value):
+        return None
+    integer = table(table_name).column(column).type.upper() in ("INTEGER", "BIGINT", "SMALLINT")
+    return str(int(round(value))) if integer else format_value(value)
+
+
+class _Usage:
+    """What published twins of one injector used: mechanisms (to take the least used first) and the
+    replacement values per item (each used once)."""
+
+    def __init__(self, lookup: SourceLookup, key: str):
+        self.mechanisms: Counter = lookup.memo.setdefault(("usage", key, "mechanisms"), Counter())
+        self.values: dict = lookup.memo.setdefault(("usage", key, "values"), {})
+
+    def order(self, names, rng: Random) -> list[str]:
+        names = list(names)
+        rng.shuffle(names)
+        return sorted(names, key=lambda n: self.mechanisms[n])  # stable: ties keep the seeded order
+
+    def used(self, item_key, text: str) -> bool:
+        return text in self.values.get(item_key, set())
+
+    def keep(self, mechanism: str, item_key, text: str) -> None:
+        self.mechanisms[mechanism] += 1
+        self.values.setdefault(item_key, set()).add(text)
+
+
+def _param(draft: Draft, name: str) -> str | None:
+    return next((p.value for p in draft.params if p.name == name), None)
 
 
 @register
@@ -81,26 +98,67 @@ class ImplausibleValue(Injector):
     noise_type = NoiseType.IMPLAUSIBLE_VALUE
     status = Status.IMPLAUSIBLE_VALUE
     applies = Applicability(needs_measure=True,
-                            note="needs the measured value the answer rests on (template.measure)")
+                            note="needs the measured value the answer rests on (template.measure), of an item "
+                                 "with declared physiological limits or an end time with a start")
 
     def drafts(self, case: CleanCase, lookup: SourceLookup, rng: Random) -> Iterator[Draft]:
+        usage = _Usage(lookup, self.noise_type.value)
         for table_name, value_col, _unit_col, row, value in _measured_rows(case, rng):
-            found = _impossible(lookup, table_name, value_col, row, value, rng)
-            if found is None:
-                continue
-            text, rule = found
-            yield Draft(_params(table=table_name, row_id=row[ROW_ID], column=value_col,
-                                item=_item_of(table_name, row), original=sql_text(row[value_col]),
-                                implausible=text, rule=rule),
-                        self.status, patch=Patch(update=set_value(table_name, row, value_col, text)))
+            item = _item_of(table_name, row)
+            item_key = (table_name, str(item) if item is not None else value_col)
+            found = 0
+            for mechanism, new, rule in self._candidates(table_name, value_col, row, value, usage, rng):
+                if found == VALUES_PER_ROW:
+                    break
+                if usage.used(item_key, new):
+                    continue
+                found += 1
+                yield Draft(_params(table=table_name, row_id=row[ROW_ID], column=value_col, item=item,
+                                    original=sql_text(row[value_col]), implausible=new, mechanism=mechanism.name,
+                                    rule=rule),
+                            self.status, patch=Patch(update=set_value(table_name, row, value_col, new)))
+
+    @staticmethod
+    def _candidates(table_name, value_col, row, value, usage: _Usage,
+                    rng: Random) -> Iterator[tuple[Mechanism, str, str]]:
+        by_name = {m.name: m for m in MECHANISMS}
+        if isinstance(value, (datetime, date)):
+            start_col = ENDS_AFTER.get((table_name, value_col))
+            start = row.get(start_col) if start_col else None
+            if not isinstance(start, (datetime, date)):
+                return
+            for name in usage.order([m.name for m in MECHANISMS if m.times], rng):
+                for new in by_name[name].times(value, start):
+                    yield by_name[name], sql_text(new), f"{value_col} before {start_col}: it ends before it starts"
+            return
+        described = measured_item(table_name, _item_of(table_name, row), value_col)
+        if described is None:
+            return  # no declared limits: nothing is surely impossible
+        for name in usage.order([m.name for m in MECHANISMS if m.numbers], rng):
+            values = by_name[name].numbers(float(value), described)
+            rng.shuffle(values)
+            for new in values:
+                text = _text(table_name, value_col, new)
+                if text is None or as_number(text) == value or not outside(described, float(text)):
+                    continue
+                yield by_name[name], text, f"outside {described.name} limits {described.plausible}"
 
     def accepted(self, case, draft, effect: Effect, answer_under: AnswerUnder):
         (changed,) = {(c.table, c.row_id) for c in draft.patch.update}
         outcomes = [Outcome(Status.IMPLAUSIBLE_VALUE)]
         recomputed = answer_under(Patch(hide=(RowRef(*changed),)))
-        outcomes.append(Outcome(Status.ANSWERED, recomputed) if recomputed is not None
-                        else Outcome(Status.NO_EVIDENCE))
+        if recomputed.answer is not None:
+            outcomes.append(Outcome(Status.ANSWERED, recomputed.answer))
+        elif recomputed.no_answer:
+            outcomes.append(Outcome(Status.NO_EVIDENCE))
+        else:
+            return DropReason.TIE_WITHOUT_ROWS
         return tuple(outcomes)
+
+    def kept(self, case, draft, lookup: SourceLookup) -> None:
+        table_name, item = _param(draft, "table"), _param(draft, "item")
+        item_key = (table_name, item if item not in (None, "None") else _param(draft, "column"))
+        _Usage(lookup, self.noise_type.value).keep(_param(draft, "mechanism"), item_key, _param(draft, "implausible"))
 
 
 @register
@@ -108,27 +166,28 @@ class UnitMismatch(Injector):
     noise_type = NoiseType.UNIT_MISMATCH
     status = Status.UNIT_INCONSISTENCY
     applies = Applicability(needs_measure=True,
-                            note="needs the measured value the answer rests on and a known conversion of its unit")
+                            note="needs the measured value the answer rests on, in a table with a unit column, "
+                                 "and a known conversion of its unit")
 
     def drafts(self, case: CleanCase, lookup: SourceLookup, rng: Random) -> Iterator[Draft]:
+        usage = _Usage(lookup, self.noise_type.value)
         for table_name, value_col, unit_col, row, value in _measured_rows(case, rng):
-            if not isinstance(value, float):
-                continue  # a time has no unit to get wrong
+            if not isinstance(value, float) or unit_col is None or table_name not in UNIT_OF:
+                continue  # a time has no unit; without a unit column the unit cannot be seen to be wrong
             item = _item_of(table_name, row)
-            described = measured_item(table_name, item, value_col)
-            unit = row.get(unit_col) if unit_col else (described.unit if described else None)
+            unit = row.get(unit_col)
             conversions = list(conversions_for(table_name, item, unit, value_col))
             rng.shuffle(conversions)
+            conversions.sort(key=lambda c: usage.mechanisms[conversion_family(c.unit)])
             for conv in conversions[:1]:
                 text = format_value(conv.apply(value))
                 if as_number(text) == value:
                     continue  # a zero that converts to zero would change nothing
-                updates = set_value(table_name, row, value_col, text)
-                if unit_col:
-                    updates += set_value(table_name, row, unit_col, conv.unit)
+                updates = set_value(table_name, row, value_col, text) + set_value(table_name, row, unit_col, conv.unit)
                 yield Draft(_params(table=table_name, row_id=row[ROW_ID], column=value_col, item=item,
                                     original=sql_text(row[value_col]), original_unit=unit, converted=text,
-                                    converted_unit=conv.unit, factor=conv.factor, offset=conv.offset),
+                                    converted_unit=conv.unit, factor=conv.factor, offset=conv.offset,
+                                    mechanism=conversion_family(conv.unit)),
                             self.status, patch=Patch(update=updates))
 
     def accepted(self, case, draft, effect: Effect, answer_under: AnswerUnder):
@@ -138,6 +197,9 @@ class UnitMismatch(Injector):
             # tolerance, so an agent that converts answers what the clean task answers.
             outcomes.append(Outcome(Status.ANSWERED, case.task.answer))
         return tuple(outcomes)
+
+    def kept(self, case, draft, lookup: SourceLookup) -> None:
+        _Usage(lookup, self.noise_type.value).mechanisms[_param(draft, "mechanism")] += 1
 
 
 def _round_trips(draft: Draft) -> bool:

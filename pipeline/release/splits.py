@@ -8,10 +8,13 @@ The unit of assignment is a group of tasks that must share a split:
   another real patient (a false premise about someone else, say) joins that patient's group too;
 - every population-level task of one template-and-slot group (paraphrases of one question).
 
-These relations are merged with a union-find into connected groups, the groups are ordered by a
-hash of (seed, group key) and laid along the [0, 1) line by task count; a group falls into the split
-whose share interval holds its midpoint. The result is deterministic by seed, independent of input
-order, and tracks the configured shares closely once there are more than a handful of groups.
+These relations are merged with a union-find into connected groups. A group's split depends on its
+own key only: the hash of (seed, key) read as a number in [0, 1) falls into one split's share
+interval (``split_of_key``). The key is the smallest patient or population-group key in the group,
+so a clean task's split is known before any twin exists (``split_of_task``): the noise stage draws
+made-up names and ids from that split's own pool. A patient keeps its split whatever else a release
+holds, so a new release version never moves a test patient into train. Shares are met in
+expectation; with few groups the realised shares wander (the release contract warns past 0.10).
 """
 
 import dataclasses
@@ -59,6 +62,32 @@ class _UnionFind:
             self.parent[max(ra, rb)] = min(ra, rb)
 
 
+def task_group_key(task: Task) -> str:
+    """The key of the group a clean task splits with on its own: its patient, or at population level
+    its template-and-slot group."""
+    if task.level == Level.POPULATION or task.subject_id is None:
+        return "group:" + group_key({"template_id": task.template_id,
+                                     "slots": [dataclasses.asdict(s) for s in task.slots]})
+    return f"subject:{task.subject_id}"
+
+
+def split_of_key(key: str, shares: Mapping[str, float] | None = None, seed: int = 0) -> Split:
+    """The split of a group: where the hash of (seed, key) falls among the share intervals."""
+    shares = normalise_shares(shares)
+    point = int(_rank(seed, key)[:16], 16) / 16 ** 16
+    acc = 0.0
+    for s in Split:
+        acc += shares[s.value]
+        if point < acc and shares[s.value] > 0:
+            return s
+    return next(s for s in reversed(Split) if shares[s.value] > 0)
+
+
+def split_of_task(task: Task, shares: Mapping[str, float] | None = None, seed: int = 0) -> Split:
+    """The split ``assign_splits`` will give a clean task (and its twins), known before the twins exist."""
+    return split_of_key(task_group_key(task), shares, seed)
+
+
 def split_groups(tasks: Sequence[Task], real_subjects: Collection[int] | None = None) -> dict[str, str]:
     """task_id -> the key of the group it must share a split with.
 
@@ -74,15 +103,22 @@ def split_groups(tasks: Sequence[Task], real_subjects: Collection[int] | None = 
         clean = next((m for m in members if m.clean_task_id is None), members[0])
         nodes = [f"pair:{root}"]
         if clean.level == Level.POPULATION:
-            nodes.append("group:" + group_key({"template_id": clean.template_id,
-                                                "slots": [dataclasses.asdict(s) for s in clean.slots]}))
+            nodes.append(task_group_key(clean))
         for m in members:
             if m.subject_id is not None and (m is clean or real_subjects is None or m.subject_id in real_subjects):
                 nodes.append(f"subject:{m.subject_id}")
         for n in nodes[1:]:
             uf.union(nodes[0], n)
         root_of_pair[root] = nodes[0]
-    return {t.task_id: uf.find(root_of_pair[t.clean_task_id or t.task_id]) for t in tasks}
+    root_of = {t.task_id: uf.find(root_of_pair[t.clean_task_id or t.task_id]) for t in tasks}
+    # Name each group by its smallest patient or population-group key (not by a pair: a pair's id
+    # says nothing about where its patient goes), so the key of a clean task alone names its group.
+    named: dict[str, str] = {}
+    for node in uf.parent:
+        if not node.startswith("pair:"):
+            root = uf.find(node)
+            named[root] = min(named.get(root, node), node)
+    return {task_id: named.get(root, root) for task_id, root in root_of.items()}
 
 
 def _rank(seed: int, key: str) -> str:
@@ -94,19 +130,5 @@ def assign_splits(tasks: Sequence[Task], *, shares: Mapping[str, float] | None =
     """The tasks with ``split`` set (any split they carried is replaced), in input order."""
     shares = normalise_shares(shares)
     group_of = split_groups(tasks, real_subjects)
-    sizes: dict[str, int] = defaultdict(int)
-    for g in group_of.values():
-        sizes[g] += 1
-    total = sum(sizes.values())
-    bounds, acc = [], 0.0
-    for s in Split:
-        acc += shares[s.value]
-        bounds.append((acc, s))
-    split_of: dict[str, Split] = {}
-    done = 0
-    for g in sorted(sizes, key=lambda g: (_rank(seed, g), g)):
-        midpoint = (done + sizes[g] / 2) / total
-        split_of[g] = next((s for bound, s in bounds if midpoint < bound and shares[s.value] > 0),
-                           next(s for s in reversed(Split) if shares[s.value] > 0))
-        done += sizes[g]
+    split_of = {g: split_of_key(g, shares, seed) for g in set(group_of.values())}
     return [dataclasses.replace(t, split=split_of[group_of[t.task_id]]) for t in tasks]

@@ -1,0 +1,326 @@
+"""What makes a row of an EHR record anomalous, defined once for the audit and the labels.
+
+A real hospital record carries its own errors, and a noisy twin adds one on purpose. Both are
+recognised by the same predicates over the database as it is, with no knowledge of how a row got
+there:
+
+- ``key_duplicate``: two rows share the table's natural key (``pipeline.schema``);
+- ``conflicting_values``: two rows record one fact (same patient, admission or stay, item and event
+  time, ``row_roles.conflict_key``) with different values;
+- ``dangling_link``: a patient, admission, ICU stay or item id that no row of its table holds;
+- ``foreign_link``: a linked admission or stay that belongs to another patient (or stay to another
+  admission);
+- ``outside_encounter``: an event timed before the start or after the end of the admission or ICU
+  stay it is linked to (no tolerance: the demo's own data never needs one for laboratory events);
+- ``end_before_start``: an end time (discharge, ICU out time, ...) before its start;
+- ``unusual_unit``: a unit other than the one the item is usually recorded in (the most frequent unit
+  of that item in the database);
+- ``outside_limits``: a value, in the item's usual unit, outside the physiological limits declared in
+  ``pipeline.noise.physiology``.
+
+``anomalous_rows_sql(kind, table, scope)`` gives the SQL listing ``(row_id, detail)`` of the
+anomalous rows of a table, over the whole table (the source audit) or only over the rows in
+``scope`` (a query returning row ids: a task's evidence, for its label). Each kind supports one
+status (``STATUS_OF``), which is what the decidability rules read.
+"""
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+
+from pipeline.noise.physiology import ENDS_AFTER, MEASURED_ITEMS
+from pipeline.noise.row_roles import conflict_key, roles
+from pipeline.schema import ROW_ID, TABLES_BY_NAME, table
+from pipeline.vocabulary import Status
+
+
+class AnomalyKind(StrEnum):
+    KEY_DUPLICATE = "key_duplicate"
+    CONFLICTING_VALUES = "conflicting_values"
+    DANGLING_LINK = "dangling_link"
+    FOREIGN_LINK = "foreign_link"
+    OUTSIDE_ENCOUNTER = "outside_encounter"
+    END_BEFORE_START = "end_before_start"
+    UNUSUAL_UNIT = "unusual_unit"
+    OUTSIDE_LIMITS = "outside_limits"
+
+
+STATUS_OF: dict[AnomalyKind, Status] = {
+    AnomalyKind.KEY_DUPLICATE: Status.CONFLICTING_EVIDENCE,
+    AnomalyKind.CONFLICTING_VALUES: Status.CONFLICTING_EVIDENCE,
+    AnomalyKind.DANGLING_LINK: Status.INCONSISTENT_RECORD,
+    AnomalyKind.FOREIGN_LINK: Status.INCONSISTENT_RECORD,
+    AnomalyKind.OUTSIDE_ENCOUNTER: Status.INCONSISTENT_RECORD,
+    AnomalyKind.END_BEFORE_START: Status.IMPLAUSIBLE_VALUE,
+    AnomalyKind.UNUSUAL_UNIT: Status.UNIT_INCONSISTENCY,
+    AnomalyKind.OUTSIDE_LIMITS: Status.IMPLAUSIBLE_VALUE,
+}
+
+DESCRIPTION: dict[AnomalyKind, str] = {
+    AnomalyKind.KEY_DUPLICATE: "two rows share the table's natural key",
+    AnomalyKind.CONFLICTING_VALUES: "two rows record one fact (patient, admission/stay, item, time) with different values",
+    AnomalyKind.DANGLING_LINK: "a patient, admission, ICU stay or item id that does not exist",
+    AnomalyKind.FOREIGN_LINK: "a linked admission or ICU stay belongs to another patient or admission",
+    AnomalyKind.OUTSIDE_ENCOUNTER: "timed outside the admission or ICU stay it is linked to",
+    AnomalyKind.END_BEFORE_START: "an end time before its start time",
+    AnomalyKind.UNUSUAL_UNIT: "a unit other than the item's usual unit in the database",
+    AnomalyKind.OUTSIDE_LIMITS: "a value outside the item's physiological limits",
+}
+
+
+@dataclass(frozen=True)
+class Encounter:
+    """What an event row is linked to in time: an admission or an ICU stay."""
+
+    link: str
+    table: str
+    key: str
+    start: str
+    end: str
+
+
+ADMISSION = Encounter("hadm_id", "admissions", "hadm_id", "admittime", "dischtime")
+ICU_STAY = Encounter("stay_id", "icustays", "stay_id", "intime", "outtime")
+
+# Event tables that must lie inside their encounter: table -> (event time column, encounter).
+ENCOUNTER_OF: dict[str, tuple[str, Encounter]] = {
+    "labevents": ("charttime", ADMISSION),
+    "microbiologyevents": ("charttime", ADMISSION),
+    "prescriptions": ("starttime", ADMISSION),
+    "pharmacy": ("starttime", ADMISSION),
+    "emar": ("charttime", ADMISSION),
+    "procedures_icd": ("chartdate", ADMISSION),
+    "hcpcsevents": ("chartdate", ADMISSION),
+    "icustays": ("intime", ADMISSION),
+    "chartevents": ("charttime", ICU_STAY),
+    "datetimeevents": ("charttime", ICU_STAY),
+    "inputevents": ("starttime", ICU_STAY),
+    "ingredientevents": ("starttime", ICU_STAY),
+    "outputevents": ("charttime", ICU_STAY),
+    "procedureevents": ("starttime", ICU_STAY),
+}
+
+# Where a link column points: entity table and its key.
+LINK_TARGETS: dict[str, tuple[str, str]] = {
+    "subject_id": ("patients", "subject_id"),
+    "hadm_id": ("admissions", "hadm_id"),
+    "stay_id": ("icustays", "stay_id"),
+}
+# Item ids resolved through a dictionary: table -> (column, dictionary, dictionary key).
+ITEM_LINKS: dict[str, tuple[str, str, str]] = {
+    "labevents": ("itemid", "d_labitems", "itemid"),
+    "chartevents": ("itemid", "d_items", "itemid"),
+    "datetimeevents": ("itemid", "d_items", "itemid"),
+    "inputevents": ("itemid", "d_items", "itemid"),
+    "ingredientevents": ("itemid", "d_items", "itemid"),
+    "outputevents": ("itemid", "d_items", "itemid"),
+    "procedureevents": ("itemid", "d_items", "itemid"),
+}
+
+# Tables whose rows carry a unit for an item: table -> (item column, unit column).
+UNIT_OF: dict[str, tuple[str, str]] = {
+    "labevents": ("itemid", "valueuom"),
+    "chartevents": ("itemid", "valueuom"),
+    "outputevents": ("itemid", "valueuom"),
+    "inputevents": ("itemid", "amountuom"),
+    "ingredientevents": ("itemid", "amountuom"),
+    "procedureevents": ("itemid", "valueuom"),
+}
+
+# Measured values with declared limits: table -> (item column or None, value column, unit column or None).
+VALUE_OF: dict[str, tuple[str | None, str, str | None]] = {
+    "labevents": ("itemid", "valuenum", "valueuom"),
+    "chartevents": ("itemid", "valuenum", "valueuom"),
+    "omr": ("result_name", "result_value", None),
+    "patients": (None, "anchor_age", None),
+    "icustays": (None, "los", None),
+}
+
+# The value columns a conflicting pair of rows may disagree on (the fact they record).
+def conflict_values(table_name: str) -> tuple[str, ...]:
+    r = roles(table_name)
+    keys = set(conflict_key(table_name)) | set(r.surrogate)
+    mirrors = {text for _, text in r.mirrors}
+    return tuple(c for c in r.facts if c not in keys and c not in mirrors)
+
+
+def _scoped(alias: str, scope: str | None) -> str:
+    return f"{alias}.{ROW_ID} IN ({scope})" if scope else "TRUE"
+
+
+def _q(name: str) -> str:
+    return f'"{name}"'
+
+
+def _key_duplicate(t: str, scope: str | None) -> str | None:
+    key = TABLES_BY_NAME[t].key
+    if not key or TABLES_BY_NAME[t].dictionary:
+        return None
+    cols = ", ".join(_q(k) for k in key)
+    pick = f"SELECT DISTINCT {cols} FROM {_q(t)} AS s WHERE {_scoped('s', scope)}" if scope else None
+    source = f"{_q(t)} AS x SEMI JOIN ({pick}) AS s USING ({cols})" if pick else f"{_q(t)} AS x"
+    detail = " || ', ' || ".join(f"'{k} ' || coalesce(CAST(g.{_q(k)} AS VARCHAR), 'NULL')" for k in key)
+    return (f"SELECT g.{ROW_ID}, 'shares ' || {detail} || ' with ' || (g.n - 1) || ' other row(s)' AS detail "
+            f"FROM (SELECT x.*, count(*) OVER (PARTITION BY {', '.join('x.' + _q(k) for k in key)}) AS n "
+            f"FROM {source}) AS g WHERE g.n > 1 AND {_scoped('g', scope)}")
+
+
+def _conflicting_values(t: str, scope: str | None) -> str | None:
+    if TABLES_BY_NAME[t].dictionary or t not in _CONFLICT_TABLES:
+        return None
+    key, values = conflict_key(t), conflict_values(t)
+    if not key or not values:
+        return None
+    cols = ", ".join(_q(k) for k in key)
+    fact = "struct_pack(" + ", ".join(f"{_q(v)} := x.{_q(v)}" for v in values) + ")"
+    pick = f"SELECT DISTINCT {cols} FROM {_q(t)} AS s WHERE {_scoped('s', scope)}" if scope else None
+    source = f"{_q(t)} AS x SEMI JOIN ({pick}) AS s USING ({cols})" if pick else f"{_q(t)} AS x"
+    return (f"WITH groups AS (SELECT {', '.join('x.' + _q(k) for k in key)} FROM {source} "
+            f"GROUP BY ALL HAVING count(DISTINCT {fact}) > 1) "
+            f"SELECT x.{ROW_ID}, 'another row of the same ' || '{'/'.join(key)}' || ' records a different "
+            f"{'/'.join(values)}' AS detail FROM {_q(t)} AS x SEMI JOIN groups USING ({cols}) "
+            f"WHERE {_scoped('x', scope)}")
+
+
+# Conflicts are looked for where a pair of rows with the same patient, encounter, item and time can
+# only be one fact recorded twice. Tables where concurrent rows are routine (several orders of one
+# drug at one time, several outpatient readings a day) are left to key_duplicate.
+_CONFLICT_TABLES = frozenset({"labevents", "chartevents", "outputevents", "datetimeevents", "admissions",
+                              "icustays", "patients"})
+
+
+def _dangling_link(t: str, scope: str | None) -> str | None:
+    spec = TABLES_BY_NAME[t]
+    parts = []
+    for col, target in spec.links.items():
+        entity, key = LINK_TARGETS[col]
+        if target != entity or entity == t:
+            continue
+        parts.append(f"SELECT x.{ROW_ID}, '{col} ' || x.{_q(col)} || ' is not in {entity}' AS detail "
+                     f"FROM {_q(t)} AS x WHERE x.{_q(col)} IS NOT NULL AND {_scoped('x', scope)} AND NOT EXISTS "
+                     f"(SELECT 1 FROM {_q(entity)} AS e WHERE e.{_q(key)} = x.{_q(col)})")
+    if t in ITEM_LINKS:
+        col, dictionary, key = ITEM_LINKS[t]
+        parts.append(f"SELECT x.{ROW_ID}, '{col} ' || x.{_q(col)} || ' is not in {dictionary}' AS detail "
+                     f"FROM {_q(t)} AS x WHERE x.{_q(col)} IS NOT NULL AND {_scoped('x', scope)} AND NOT EXISTS "
+                     f"(SELECT 1 FROM {_q(dictionary)} AS e WHERE e.{_q(key)} = x.{_q(col)})")
+    return " UNION ALL ".join(parts) or None
+
+
+def _foreign_link(t: str, scope: str | None) -> str | None:
+    cols = TABLES_BY_NAME[t].column_names
+    parts = []
+    if "hadm_id" in cols and "subject_id" in cols and t != "admissions":
+        parts.append(f"SELECT x.{ROW_ID}, 'admission ' || x.hadm_id || ' belongs to patient ' || a.subject_id "
+                     f"|| ', not ' || x.subject_id AS detail FROM {_q(t)} AS x JOIN admissions AS a "
+                     f"ON a.hadm_id = x.hadm_id WHERE a.subject_id <> x.subject_id AND {_scoped('x', scope)}")
+    if "stay_id" in cols and "hadm_id" in cols and t != "icustays":
+        parts.append(f"SELECT x.{ROW_ID}, 'ICU stay ' || x.stay_id || ' belongs to admission ' || s.hadm_id "
+                     f"|| ', not ' || x.hadm_id AS detail FROM {_q(t)} AS x JOIN icustays AS s "
+                     f"ON s.stay_id = x.stay_id WHERE s.hadm_id <> x.hadm_id AND {_scoped('x', scope)}")
+    return " UNION ALL ".join(parts) or None
+
+
+def _outside_encounter(t: str, scope: str | None) -> str | None:
+    if t not in ENCOUNTER_OF:
+        return None
+    time_col, enc = ENCOUNTER_OF[t]
+    is_date = table(t).column(time_col).type.upper() == "DATE"
+    start = f"CAST(e.{enc.start} AS DATE)" if is_date else f"e.{enc.start}"
+    end = f"CAST(e.{enc.end} AS DATE)" if is_date else f"e.{enc.end}"
+    what = "admission" if enc is ADMISSION else "ICU stay"
+    return (f"SELECT x.{ROW_ID}, '{time_col} ' || x.{_q(time_col)} || ' outside {what} ' || e.{enc.key} || ' (' "
+            f"|| e.{enc.start} || ' to ' || e.{enc.end} || ')' AS detail FROM {_q(t)} AS x "
+            f"JOIN {_q(enc.table)} AS e ON e.{enc.key} = x.{_q(enc.link)} "
+            f"WHERE (x.{_q(time_col)} < {start} OR x.{_q(time_col)} > {end}) AND {_scoped('x', scope)}")
+
+
+def _end_before_start(t: str, scope: str | None) -> str | None:
+    parts = [f"SELECT x.{ROW_ID}, '{end} ' || x.{_q(end)} || ' before {start} ' || x.{_q(start)} AS detail "
+             f"FROM {_q(t)} AS x WHERE x.{_q(end)} < x.{_q(start)} AND {_scoped('x', scope)}"
+             for (tab, end), start in ENDS_AFTER.items() if tab == t]
+    return " UNION ALL ".join(parts) or None
+
+
+def usual_unit_sql(t: str, items: str | None = None) -> str:
+    """(item, unit): the most frequent non-null unit of each item (ties: the first unit by name)."""
+    item, unit = UNIT_OF[t]
+    where = f"{_q(unit)} IS NOT NULL" + (f" AND {_q(item)} IN ({items})" if items else "")
+    return (f"SELECT {_q(item)} AS item, arg_max({_q(unit)}, struct_pack(n := n, u := u)) AS unit FROM "
+            f"(SELECT {_q(item)}, {_q(unit)}, count(*) AS n, -rank() OVER (PARTITION BY {_q(item)} ORDER BY "
+            f"{_q(unit)}) AS u FROM {_q(t)} WHERE {where} GROUP BY {_q(item)}, {_q(unit)}) GROUP BY 1")
+
+
+def _unusual_unit(t: str, scope: str | None) -> str | None:
+    if t not in UNIT_OF:
+        return None
+    item, unit = UNIT_OF[t]
+    items = f"SELECT {_q(item)} FROM {_q(t)} AS s WHERE {_scoped('s', scope)}" if scope else None
+    return (f"SELECT x.{ROW_ID}, 'unit ' || x.{_q(unit)} || ' where item ' || x.{_q(item)} || ' is usually in ' "
+            f"|| u.unit AS detail FROM {_q(t)} AS x JOIN ({usual_unit_sql(t, items)}) AS u ON u.item = x.{_q(item)} "
+            f"WHERE x.{_q(unit)} IS NOT NULL AND x.{_q(unit)} <> u.unit AND {_scoped('x', scope)}")
+
+
+def _limits_cases(t: str) -> list[tuple[str | None, float, float]]:
+    """(item literal or None, low, high) for each declared item of table ``t``."""
+    out = []
+    for m in MEASURED_ITEMS:
+        for tab, item in m.items:
+            if tab == t:
+                lo, hi = m.plausible
+                out.append((None if item.startswith("column:") else item, lo, hi))
+    return out
+
+
+def _outside_limits(t: str, scope: str | None) -> str | None:
+    if t not in VALUE_OF:
+        return None
+    item, value, unit = VALUE_OF[t]
+    cases = _limits_cases(t)
+    if not cases:
+        return None
+    number = f"TRY_CAST(x.{_q(value)} AS DOUBLE)"
+    if item is None:
+        (_, lo, hi), = cases
+        cond = f"({number} < {lo} OR {number} > {hi})"
+        return (f"SELECT x.{ROW_ID}, '{value} ' || x.{_q(value)} || ' outside [{lo}, {hi}]' AS detail "
+                f"FROM {_q(t)} AS x WHERE {cond} AND {_scoped('x', scope)}")
+    numeric_item = table(t).column(item).type.upper() in ("INTEGER", "BIGINT", "SMALLINT")
+    rows = ", ".join(f"({c[0] if numeric_item else repr(c[0])}, {c[1]}, {c[2]})" for c in cases)
+    unit_join, unit_cond = "", ""
+    if unit is not None and t in UNIT_OF:
+        items = f"SELECT {_q(item)} FROM {_q(t)} AS s WHERE {_scoped('s', scope)}" if scope else None
+        unit_join = f" LEFT JOIN ({usual_unit_sql(t, items)}) AS u ON u.item = x.{_q(item)}"
+        # Limits are in the item's usual unit; a row in another unit is an unusual_unit anomaly instead.
+        unit_cond = f" AND (x.{_q(unit)} IS NULL OR u.unit IS NULL OR x.{_q(unit)} = u.unit)"
+    return (f"SELECT x.{ROW_ID}, '{value} ' || x.{_q(value)} || ' outside [' || lim.lo || ', ' || lim.hi || ']' "
+            f"AS detail FROM {_q(t)} AS x JOIN (VALUES {rows}) AS lim(item, lo, hi) ON lim.item = x.{_q(item)}"
+            f"{unit_join} WHERE ({number} < lim.lo OR {number} > lim.hi){unit_cond} AND {_scoped('x', scope)}")
+
+
+_BUILDERS = {
+    AnomalyKind.KEY_DUPLICATE: _key_duplicate,
+    AnomalyKind.CONFLICTING_VALUES: _conflicting_values,
+    AnomalyKind.DANGLING_LINK: _dangling_link,
+    AnomalyKind.FOREIGN_LINK: _foreign_link,
+    AnomalyKind.OUTSIDE_ENCOUNTER: _outside_encounter,
+    AnomalyKind.END_BEFORE_START: _end_before_start,
+    AnomalyKind.UNUSUAL_UNIT: _unusual_unit,
+    AnomalyKind.OUTSIDE_LIMITS: _outside_limits,
+}
+
+
+def anomalous_rows_sql(kind: AnomalyKind, table_name: str, scope: str | None = None) -> str | None:
+    """SQL giving ``(row_id, detail)`` of the rows of ``table_name`` with anomaly ``kind`` (None when the
+    kind cannot occur in that table). ``scope``: a query returning the row ids to look at (all rows if
+    None); other rows are still read where the predicate needs them (a duplicate's partner, an item's
+    usual unit)."""
+    table(table_name)
+    return _BUILDERS[AnomalyKind(kind)](table_name, scope)
+
+
+def kinds_for(table_name: str) -> Iterator[AnomalyKind]:
+    """The anomaly kinds that can occur in ``table_name``."""
+    for kind in AnomalyKind:
+        if anomalous_rows_sql(kind, table_name) is not None:
+            yield kind

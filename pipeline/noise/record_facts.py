@@ -1,0 +1,340 @@
+"""The facts of a task's record that decide its label, read from the task's database alone.
+
+``record_facts`` looks at one task as an agent could: its question, its slots and its template
+(what the question asks for), and the database the task is played on (the source with the task's
+patch laid over it). It never reads how a twin was made: not the noise type, the noise parameters,
+the expected status or the accepted outcomes. The facts it gathers are the ones the status table of
+docs/architecture.md names:
+
+- does every patient, admission and ICU stay the question names exist, and belong together?
+- does the question refer to an admission or stay without stating which, while there are several?
+- does the database know each named thing (lab, chart item, drug, diagnosis, procedure, organism,
+  category)? If not, do several recorded names refine it (an ambiguous general name)?
+- is the named thing recorded for the question's patient (for anyone, at population level)?
+- what does the template's gold SQL give on this database (an answer, or why none)?
+- which rows the answer ranges over (the template's evidence SQL), and which of them, or of the
+  question's rows detached from it by a broken link, are anomalous (``pipeline.anomalies``)?
+- what the answer is once the anomalous rows are set aside (inconsistent or implausible rows left
+  out, a value in an unusual unit converted back to the item's usual unit).
+
+``pipeline.noise.status_rules`` turns these facts into the outcomes a careful reviewer accepts.
+"""
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+
+from pipeline.anomalies import STATUS_OF, UNIT_OF, AnomalyKind, anomalous_rows_sql
+from pipeline.answers import Observed, observe
+from pipeline.noise.names import NAME_SOURCES, NAMED_KINDS, NameSource
+from pipeline.noise.physiology import conversions_for, format_value
+from pipeline.noise.row_roles import ENTITY_OF_SLOT, roles
+from pipeline.patching import patched
+from pipeline.schema import ROW_ID, TABLES_BY_NAME
+from pipeline.task_model import AnswerValue, Patch, RowRef, Task, ValueChange
+from pipeline.vocabulary import AnswerType, Level, Operation, SlotKind, Status
+
+DETACHED_KINDS = (AnomalyKind.DANGLING_LINK, AnomalyKind.FOREIGN_LINK)
+# The phrase a question uses for an entity it names by id; without the id the reference is vague.
+STATED_KINDS = (SlotKind.ADMISSION, SlotKind.ICU_STAY)
+
+
+@dataclass(frozen=True)
+class Anomaly:
+    kind: AnomalyKind
+    table: str
+    row_id: int
+    detail: str
+
+    @property
+    def status(self) -> Status:
+        return STATUS_OF[self.kind]
+
+
+@dataclass(frozen=True)
+class NameFact:
+    slot: str
+    value: str
+    known: bool  # some dictionary or recorded event carries exactly this name (case and spaces aside)
+    readings: tuple[str, ...]  # when not known: the recorded names that refine it
+    recorded: bool  # recorded for the question's patient (for anyone, at population level)
+
+
+@dataclass(frozen=True)
+class RecordFacts:
+    task_id: str
+    level: Level
+    operation: Operation | None
+    answer_type: AnswerType
+    missing_entities: tuple[str, ...]
+    unstated_references: tuple[str, ...]
+    names: tuple[NameFact, ...]
+    gold: Observed | None = None  # None when a premise fact already decides the label
+    anomalies: tuple[Anomaly, ...] = ()
+    # Status -> the gold answer with the anomalous rows of that status set aside (or converted back).
+    set_aside: dict[Status, Observed] = field(default_factory=dict)
+
+    @property
+    def counts_or_asks(self) -> bool:
+        """A count or a yes/no question: it presumes nothing, 0 and "no" are truthful answers."""
+        return self.operation in (Operation.COUNT, Operation.EXISTENCE)
+
+    def summary(self) -> str:
+        """One line a reviewer can read: what decided the label."""
+        parts = [f"missing: {'; '.join(self.missing_entities)}"] if self.missing_entities else []
+        parts += [f"unstated: {'; '.join(self.unstated_references)}"] if self.unstated_references else []
+        for n in self.names:
+            state = "known" if n.known else (f"unknown, readings {list(n.readings)}" if n.readings else "unknown")
+            parts.append(f"{n.slot}={n.value!r} {state}, {'recorded' if n.recorded else 'not recorded'} in scope")
+        if self.gold is not None:
+            parts.append("gold: " + ("no answer (" + str(self.gold.problem) + ")" if self.gold.answer is None
+                                     else "answered"))
+        kinds = sorted({a.kind.value for a in self.anomalies})
+        if kinds:
+            parts.append("anomalies: " + ", ".join(f"{k} x{sum(a.kind == k for a in self.anomalies)}" for k in kinds))
+        return "; ".join(parts)
+
+
+def _literal(value: Any) -> str:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return repr(value)
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def _norm(expr: str) -> str:
+    return f"lower(trim({expr}))"
+
+
+class FactReader:
+    """Reads the facts of tasks on one connection to the source database (patches applied per task)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, templates):
+        self.con = con
+        self.templates = templates  # template id -> template
+        self.catalog = con.execute("SELECT current_database()").fetchone()[0]
+        self.tables = {r[0] for r in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
+            "AND schema_name = 'main'").fetchall()}
+
+    # ------------------------------------------------------------ entry point
+
+    def facts(self, task: Task) -> RecordFacts:
+        template = self.templates(task.template_id)
+        slots = {s.name: s.value for s in task.slots}
+        kinds = {name: SlotKind(kind) for name, kind in template.slots.items()}
+        operation = getattr(template, "operation", None)
+        base = dict(task_id=task.task_id, level=task.level,
+                    operation=Operation(operation) if operation is not None else None,
+                    answer_type=task.answer_type)
+        with patched(self.con, task.patch, self.catalog):
+            missing = tuple(self._missing_entities(slots, kinds))
+            unstated = tuple(self._unstated(task, slots, kinds)) if not missing else ()
+            names = tuple(self._names(task, slots, kinds)) if not missing else ()
+            facts = RecordFacts(**base, missing_entities=missing, unstated_references=unstated, names=names)
+            if missing or unstated or any(not n.known or not n.recorded for n in names):
+                # A premise decides the label; the gold answer is only read where 0 / "no" may be true.
+                if facts.counts_or_asks:
+                    facts = _replace(facts, gold=self._gold(template, slots, task))
+                return facts
+            gold = self._gold(template, slots, task)
+            scope = self._scope(template, slots)
+            anomalies = self._anomalies(scope)
+            anomalies += self._detached(task, template, slots, kinds, {(a.table, a.row_id) for a in anomalies})
+            set_aside = self._set_aside(task, template, slots, anomalies)
+            return _replace(facts, gold=gold, anomalies=tuple(anomalies), set_aside=set_aside)
+
+    # ------------------------------------------------------------ premises
+
+    def _count(self, sql: str) -> int:
+        (value,), = self.con.execute(sql).fetchall()
+        return int(value or 0)
+
+    def _missing_entities(self, slots: dict[str, str], kinds: dict[str, SlotKind]) -> list[str]:
+        out = []
+        ids = {kind: slots[name] for name, kind in kinds.items() if kind in ENTITY_OF_SLOT and name in slots}
+        for kind, value in ids.items():
+            table, column = ENTITY_OF_SLOT[kind]
+            if not _is_int(value) or not self._count(f'SELECT count(*) FROM "{table}" WHERE "{column}" = {int(value)}'):
+                out.append(f"{kind.value} {value} is not in {table}")
+        if out:
+            return out
+        subject, hadm, stay = (ids.get(k) for k in (SlotKind.SUBJECT, SlotKind.ADMISSION, SlotKind.ICU_STAY))
+        if hadm is not None and subject is not None and not self._count(
+                f"SELECT count(*) FROM admissions WHERE hadm_id = {int(hadm)} AND subject_id = {int(subject)}"):
+            out.append(f"admission {hadm} is not an admission of patient {subject}")
+        if stay is not None and subject is not None and not self._count(
+                f"SELECT count(*) FROM icustays WHERE stay_id = {int(stay)} AND subject_id = {int(subject)}"):
+            out.append(f"ICU stay {stay} is not a stay of patient {subject}")
+        if stay is not None and hadm is not None and not self._count(
+                f"SELECT count(*) FROM icustays WHERE stay_id = {int(stay)} AND hadm_id = {int(hadm)}"):
+            out.append(f"ICU stay {stay} is not a stay of admission {hadm}")
+        return out
+
+    def _unstated(self, task: Task, slots: dict[str, str], kinds: dict[str, SlotKind]) -> list[str]:
+        out = []
+        subject = next((slots[n] for n, k in kinds.items() if k is SlotKind.SUBJECT), None)
+        for name, kind in kinds.items():
+            if kind not in STATED_KINDS or re.search(rf"(?<!\d){re.escape(slots[name])}(?!\d)", task.question):
+                continue
+            table, column = ENTITY_OF_SLOT[kind]
+            n = self._count(f'SELECT count(DISTINCT "{column}") FROM "{table}" WHERE subject_id = {int(subject)}') \
+                if subject is not None and _is_int(subject) else 0
+            if n >= 2:
+                out.append(f"the question names no {kind.value} id and patient {subject} has {n}")
+        return out
+
+    def _sources(self, kind: SlotKind) -> list[NameSource]:
+        return [s for s in NAME_SOURCES if s.kind is kind and all(t in self.tables for t in s.tables)]
+
+    def _names(self, task: Task, slots: dict[str, str], kinds: dict[str, SlotKind]) -> list[NameFact]:
+        subject = task.subject_id if task.level is Level.PATIENT else None
+        out = []
+        for name, kind in kinds.items():
+            if kind not in NAMED_KINDS or name not in slots:
+                continue
+            value = slots[name]
+            sources = self._sources(kind)
+            known = any(self._count(s.exact_count_sql(value)) for s in sources)
+            readings: tuple[str, ...] = ()
+            if not known:
+                readings = tuple(sorted({r for s in sources for (r,) in self.con.execute(s.refinements_sql(value))
+                                         .fetchall()}))
+            recorded = known and any(self._count(s.exact_count_sql(value, subject, recorded=True)) for s in sources)
+            out.append(NameFact(name, value, known, readings, recorded))
+        return out
+
+    # ------------------------------------------------------------ the answer and its rows
+
+    def _gold(self, template, slots: dict[str, str], task: Task) -> Observed:
+        return self.observe(template.render_sql(slots), task.answer_type, template)
+
+    def observe(self, sql: str, answer_type: AnswerType, template) -> Observed:
+        rows = self.con.execute(sql).fetchall()
+        return observe(answer_type, rows, decimals=int(getattr(template, "decimals", 2)))
+
+    def _scope(self, template, slots: dict[str, str]) -> dict[str, list[int]]:
+        rows = self.con.execute(template.render_evidence_sql(slots)).fetchall()
+        scope: dict[str, list[int]] = {}
+        for table_name, row_id in rows:
+            if not TABLES_BY_NAME[table_name].dictionary:
+                scope.setdefault(table_name, []).append(int(row_id))
+        return {t: sorted(set(ids)) for t, ids in scope.items()}
+
+    def _anomalies_in(self, table_name: str, scope_sql: str, kinds=tuple(AnomalyKind)) -> list[Anomaly]:
+        out = []
+        for kind in kinds:
+            sql = anomalous_rows_sql(kind, table_name, scope_sql)
+            if sql is None:
+                continue
+            out += [Anomaly(kind, table_name, int(rid), detail) for rid, detail in self.con.execute(sql).fetchall()]
+        return out
+
+    def _anomalies(self, scope: dict[str, list[int]]) -> list[Anomaly]:
+        out = []
+        for table_name, ids in sorted(scope.items()):
+            out += self._anomalies_in(table_name, f"SELECT unnest([{', '.join(map(str, ids))}])")
+        return out
+
+    def _detached(self, task: Task, template, slots, kinds, seen: set) -> list[Anomaly]:
+        """Rows of the question's patient (and named thing) whose link to an admission, stay or patient
+        is broken: they left the answer's rows, so the evidence query cannot show them."""
+        entities = {k: slots[n] for n, k in kinds.items() if k in ENTITY_OF_SLOT and _is_int(slots.get(n))}
+        named = [(kind, slots[n]) for n, kind in kinds.items() if kind in NAMED_KINDS and n in slots]
+        out = []
+        for table_name in sorted(template.tables):
+            t = TABLES_BY_NAME[table_name]
+            if t.dictionary or table_name not in self.tables or not (set(t.links) - {"subject_id"} or
+                                                                     table_name != "patients"):
+                continue
+            conds = [f'x."{ENTITY_OF_SLOT[k][1]}" = {int(v)}' for k, v in entities.items()
+                     if ENTITY_OF_SLOT[k][1] in t.column_names]
+            if task.level is Level.PATIENT and not conds:
+                continue
+            where = " OR ".join(conds) if conds else "TRUE"
+            scope = f"SELECT x.{ROW_ID} FROM \"{table_name}\" AS x WHERE ({where})"
+            for kind, value in named:
+                sources = [s for s in self._sources(kind) if s.events_table == table_name]
+                if sources:
+                    scope += " AND x.row_id IN (" + " UNION ALL ".join(s.rows_named_sql(value) for s in sources) + ")"
+            if task.level is Level.POPULATION and not named:
+                continue  # a whole cohort's rows: the evidence query already reaches what belongs to it
+            out += [a for a in self._anomalies_in(table_name, scope, DETACHED_KINDS) if (a.table, a.row_id) not in seen]
+        return out
+
+    def _set_aside(self, task: Task, template, slots, anomalies: list[Anomaly]) -> dict[Status, Observed]:
+        out: dict[Status, Observed] = {}
+        sql = template.render_sql(slots)
+        for status in sorted({a.status for a in anomalies}):
+            rows = sorted({(a.table, a.row_id) for a in anomalies if a.status is status})
+            if status is Status.UNIT_INCONSISTENCY:
+                changes = self._converted_back(rows)
+                if changes is None:
+                    continue
+                patch = Patch(update=changes)
+            elif status in (Status.INCONSISTENT_RECORD, Status.IMPLAUSIBLE_VALUE):
+                patch = Patch(hide=tuple(RowRef(t, r) for t, r in rows))
+            else:
+                continue
+            with patched(self.con, _merged(task.patch, patch), self.catalog):
+                out[status] = self.observe(sql, task.answer_type, template)
+        return out
+
+    def _converted_back(self, rows: list[tuple[str, int]]) -> tuple[ValueChange, ...] | None:
+        """Each row in an unusual unit rewritten in its item's usual unit, or None when a conversion is
+        not known (then only the unit inconsistency can be reported)."""
+        from pipeline.anomalies import usual_unit_sql
+
+        changes = []
+        for table_name, row_id in rows:
+            item, unit = UNIT_OF[table_name]
+            value_col = _VALUE_COLUMN.get(table_name)
+            if value_col is None:
+                return None
+            found = self.con.execute(
+                f'SELECT x."{item}", x."{unit}", x."{value_col}", u.unit FROM "{table_name}" AS x JOIN '
+                f'({usual_unit_sql(table_name, f"SELECT {item} FROM {table_name} WHERE row_id = {row_id}")}) AS u '
+                f'ON u.item = x."{item}" WHERE x.row_id = {row_id}').fetchall()
+            if not found or found[0][2] is None:
+                return None
+            item_value, row_unit, value, usual = found[0]
+            back = next((c for c in conversions_for(table_name, item_value, usual)
+                         if c.unit.strip().lower() == str(row_unit).strip().lower()), None)
+            if back is None:
+                return None
+            text = format_value(back.invert(float(value)))
+            changes += [ValueChange(table_name, row_id, value_col, text), ValueChange(table_name, row_id, unit, usual)]
+            mirror = roles(table_name).mirror_of(value_col)
+            if mirror:
+                changes.append(ValueChange(table_name, row_id, mirror, text))
+        return tuple(changes)
+
+
+# The value an item's unit describes, per table with units.
+_VALUE_COLUMN = {"labevents": "valuenum", "chartevents": "valuenum", "outputevents": "value",
+                 "inputevents": "amount", "ingredientevents": "amount", "procedureevents": "value"}
+
+
+def _merged(base: Patch, extra: Patch) -> Patch:
+    """``extra`` applied on top of ``base``: later updates of one cell win, hidden rows stay hidden."""
+    updates = {(u.table, u.row_id, u.column): u for u in base.update}
+    updates.update({(u.table, u.row_id, u.column): u for u in extra.update})
+    hidden = {(r.table, r.row_id) for r in extra.hide}
+    added = tuple(a for a in base.add if (a.table, a.row_id) not in hidden)
+    hide = tuple(dict.fromkeys(base.hide + tuple(r for r in extra.hide if r.row_id >= 0)))
+    return Patch(hide=hide, add=added, update=tuple(updates.values()))
+
+
+def _replace(facts: RecordFacts, **changes) -> RecordFacts:
+    import dataclasses
+
+    return dataclasses.replace(facts, **changes)
+
+
+def _is_int(value: Any) -> bool:
+    try:
+        int(str(value))
+    except (TypeError, ValueError):
+        return False
+    return True
