@@ -14,6 +14,7 @@ Every value is checked against the database (no known name, no recorded name tha
 general name several names refine, no existing id) before use.
 """
 
+import bisect
 import hashlib
 from collections.abc import Callable
 from random import Random
@@ -160,17 +161,24 @@ class MadeUp:
             return None
         kind = source.kind
         namespace = f"name:{kind.value}"
-        known = known_folded(self.lookup, kind)
+        known = self._sorted_known(kind)
         for _ in range(ATTEMPTS):
             candidate = generate(rng)
-            folded = candidate.casefold()
+            folded = candidate.strip().casefold()
             if bucket(self.seed, namespace, candidate) is not split or known_anywhere(self.lookup, kind, candidate):
                 continue
-            # A made-up name that recorded names refine would read as a vague general name instead.
-            if any(k.startswith(folded) and len(k) > len(folded) and not k[len(folded)].isalnum() for k in known):
+            # A made-up name that known names refine would read as a vague general name instead.
+            after = known[bisect.bisect_right(known, folded):bisect.bisect_right(known, folded) + 50]
+            if any(k.startswith(folded) and not k[len(folded)].isalnum() for k in after if len(k) > len(folded)):
                 continue
             return candidate
         return None
+
+    def _sorted_known(self, kind: SlotKind) -> list[str]:
+        key = ("made_up_sorted_known", kind)
+        if key not in self.lookup.memo:
+            self.lookup.memo[key] = sorted(known_folded(self.lookup, kind))
+        return self.lookup.memo[key]
 
     def entity_id(self, entity_table: str, column: str, split: Split, rng: Random) -> int:
         """An id shaped like the real ones (within their range where they are sparse) that no row holds."""

@@ -13,7 +13,7 @@ docs/architecture.md names:
 - is the named thing recorded for the question's patient (for anyone, at population level)?
 - what does the template's gold SQL give on this database (an answer, or why none)?
 - which rows the answer ranges over (the template's evidence SQL), and which of them, or of the
-  question's rows detached from it by a broken link, are anomalous (``pipeline.anomalies``)?
+  question's rows detached from it by a broken link, are anomalous (``pipeline.noise.anomalies``)?
 - what the answer is once the anomalous rows are set aside (inconsistent or implausible rows left
   out, a value in an unusual unit converted back to the item's usual unit).
 
@@ -26,7 +26,8 @@ from typing import Any
 
 import duckdb
 
-from pipeline.anomalies import STATUS_OF, UNIT_OF, AnomalyKind, anomalous_rows_sql
+from pipeline.noise.anomalies import STATUS_OF, UNIT_OF, USUAL_UNITS_TABLE, AnomalyKind, all_usual_units_sql, \
+    anomalous_rows_sql
 from pipeline.answers import Observed, observe
 from pipeline.noise.names import NAME_SOURCES, NAMED_KINDS, NameSource
 from pipeline.noise.physiology import conversions_for, format_value
@@ -107,8 +108,58 @@ def _norm(expr: str) -> str:
     return f"lower(trim({expr}))"
 
 
+class _NameIndex:
+    """One name source's names on the unpatched database, read once: what a task whose patch leaves
+    the source's tables alone sees too."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, source: NameSource):
+        self.con, self.source = con, source
+        where = f" WHERE {source.where}" if source.where else ""
+        rows = con.execute(f"SELECT DISTINCT trim({source.name}) FROM {source.events}{where}").fetchall()
+        self.recorded = {r[0].casefold(): r[0] for r in rows if r[0] is not None}
+        self.folded_sorted = sorted(self.recorded)
+        self.listed: set[str] = set()
+        if source.dictionary is not None:
+            table, column = source.dictionary
+            dwhere = f" WHERE {source.dictionary_where}" if source.dictionary_where else ""
+            self.listed = {r[0].strip().casefold() for r in con.execute(
+                f'SELECT DISTINCT "{column}" FROM "{table}"{dwhere}').fetchall() if r[0] is not None}
+        self.by_subject: dict[int, set[str]] = {}
+
+    def known(self, value: str) -> bool:
+        v = value.strip().casefold()
+        return v in self.recorded or v in self.listed
+
+    def readings(self, value: str) -> set[str]:
+        import bisect
+
+        v = value.strip().casefold()
+        out = set()
+        for folded in self.folded_sorted[bisect.bisect_right(self.folded_sorted, v):]:
+            if not folded.startswith(v):
+                break
+            if len(folded) > len(v) and not folded[len(v)].isalnum():
+                out.add(self.recorded[folded])
+        return out
+
+    def recorded_for(self, value: str, subject: int | None) -> bool:
+        v = value.strip().casefold()
+        if subject is None:
+            return v in self.recorded
+        if subject not in self.by_subject:
+            rows = self.con.execute(self.source.names_sql(subject)).fetchall()
+            self.by_subject[subject] = {r[0].strip().casefold() for r in rows if r[0] is not None}
+        return v in self.by_subject[subject]
+
+
 class FactReader:
-    """Reads the facts of tasks on one connection to the source database (patches applied per task)."""
+    """Reads the facts of tasks on one connection to the source database (patches applied per task).
+
+    What does not depend on a task (each name source's names, each item's usual unit, the rows the
+    source itself leaves detached) is read once from the unpatched database; a task whose patch
+    touches the tables behind one of them gets it read again under its patch, so every fact is the
+    fact of the task's own database.
+    """
 
     def __init__(self, con: duckdb.DuckDBPyConnection, templates):
         self.con = con
@@ -117,6 +168,20 @@ class FactReader:
         self.tables = {r[0] for r in con.execute(
             "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
             "AND schema_name = 'main'").fetchall()}
+        self._indexes: dict[NameSource, _NameIndex] = {}
+        # Rows the source itself leaves with a dangling or foreign link, read before any patch is laid.
+        self._natural_detached: dict[str, set[int]] = {}
+        for name in sorted(self.tables & set(TABLES_BY_NAME)):
+            for kind in DETACHED_KINDS:
+                sql = anomalous_rows_sql(kind, name)
+                if sql is not None:
+                    rows = {int(r[0]) for r in con.execute(sql).fetchall()}
+                    if rows:
+                        self._natural_detached.setdefault(name, set()).update(rows)
+        present = [t for t in UNIT_OF if t in self.tables]
+        if present:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {USUAL_UNITS_TABLE} AS "
+                        f"SELECT * FROM ({all_usual_units_sql(present)})")
 
     # ------------------------------------------------------------ entry point
 
@@ -128,10 +193,11 @@ class FactReader:
         base = dict(task_id=task.task_id, level=task.level,
                     operation=Operation(operation) if operation is not None else None,
                     answer_type=task.answer_type)
+        touched = task.patch.tables
         with patched(self.con, task.patch, self.catalog):
             missing = tuple(self._missing_entities(slots, kinds))
             unstated = tuple(self._unstated(task, slots, kinds)) if not missing else ()
-            names = tuple(self._names(task, slots, kinds)) if not missing else ()
+            names = tuple(self._names(task, slots, kinds, touched)) if not missing else ()
             facts = RecordFacts(**base, missing_entities=missing, unstated_references=unstated, names=names)
             if missing or unstated or any(not n.known or not n.recorded for n in names):
                 # A premise decides the label; the gold answer is only read where 0 / "no" may be true.
@@ -140,7 +206,7 @@ class FactReader:
                 return facts
             gold = self._gold(template, slots, task)
             scope = self._scope(template, slots)
-            anomalies = self._anomalies(scope)
+            anomalies = self._anomalies(scope, task.patch)
             anomalies += self._detached(task, template, slots, kinds, {(a.table, a.row_id) for a in anomalies})
             set_aside = self._set_aside(task, template, slots, anomalies)
             return _replace(facts, gold=gold, anomalies=tuple(anomalies), set_aside=set_aside)
@@ -188,21 +254,33 @@ class FactReader:
     def _sources(self, kind: SlotKind) -> list[NameSource]:
         return [s for s in NAME_SOURCES if s.kind is kind and all(t in self.tables for t in s.tables)]
 
-    def _names(self, task: Task, slots: dict[str, str], kinds: dict[str, SlotKind]) -> list[NameFact]:
+    def _index(self, source: NameSource) -> _NameIndex:
+        if source not in self._indexes:
+            self._indexes[source] = _NameIndex(self.con, source)
+        return self._indexes[source]
+
+    def _names(self, task: Task, slots: dict[str, str], kinds: dict[str, SlotKind], touched) -> list[NameFact]:
         subject = task.subject_id if task.level is Level.PATIENT else None
         out = []
         for name, kind in kinds.items():
             if kind not in NAMED_KINDS or name not in slots:
                 continue
             value = slots[name]
-            sources = self._sources(kind)
-            known = any(self._count(s.exact_count_sql(value)) for s in sources)
-            readings: tuple[str, ...] = ()
-            if not known:
-                readings = tuple(sorted({r for s in sources for (r,) in self.con.execute(s.refinements_sql(value))
-                                         .fetchall()}))
-            recorded = known and any(self._count(s.exact_count_sql(value, subject, recorded=True)) for s in sources)
-            out.append(NameFact(name, value, known, readings, recorded))
+            known, recorded, readings = False, False, set()
+            for source in self._sources(kind):
+                if touched & set(source.tables):  # the patch changes this source's rows: read them as patched
+                    source_known = bool(self._count(source.exact_count_sql(value)))
+                    if not source_known:
+                        readings |= {r for (r,) in self.con.execute(source.refinements_sql(value)).fetchall()}
+                    recorded = recorded or bool(self._count(source.exact_count_sql(value, subject, recorded=True)))
+                else:
+                    index = self._index(source)
+                    source_known = index.known(value)
+                    if not source_known:
+                        readings |= index.readings(value)
+                    recorded = recorded or index.recorded_for(value, subject)
+                known = known or source_known
+            out.append(NameFact(name, value, known, tuple(sorted(readings)) if not known else (), known and recorded))
         return out
 
     # ------------------------------------------------------------ the answer and its rows
@@ -222,46 +300,74 @@ class FactReader:
                 scope.setdefault(table_name, []).append(int(row_id))
         return {t: sorted(set(ids)) for t, ids in scope.items()}
 
-    def _anomalies_in(self, table_name: str, scope_sql: str, kinds=tuple(AnomalyKind)) -> list[Anomaly]:
+    def _anomalies_in(self, table_name: str, scope_sql: str, kinds=tuple(AnomalyKind),
+                      precomputed_units: bool = True) -> list[Anomaly]:
         out = []
         for kind in kinds:
-            sql = anomalous_rows_sql(kind, table_name, scope_sql)
+            sql = anomalous_rows_sql(kind, table_name, scope_sql, precomputed_units=precomputed_units)
             if sql is None:
                 continue
             out += [Anomaly(kind, table_name, int(rid), detail) for rid, detail in self.con.execute(sql).fetchall()]
         return out
 
-    def _anomalies(self, scope: dict[str, list[int]]) -> list[Anomaly]:
+    def _anomalies(self, scope: dict[str, list[int]], patch: Patch) -> list[Anomaly]:
         out = []
         for table_name, ids in sorted(scope.items()):
-            out += self._anomalies_in(table_name, f"SELECT unnest([{', '.join(map(str, ids))}])")
+            scope_sql = f"SELECT unnest([{', '.join(map(str, ids))}])"
+            out += self._anomalies_in(table_name, scope_sql,
+                                      precomputed_units=self._units_settled(table_name, scope_sql, patch))
         return out
 
+    def _units_settled(self, table_name: str, scope_sql: str, patch: Patch) -> bool:
+        """Whether the items' usual units read from the unpatched database are also this database's:
+        every patched row moves a unit count by one at most, twice if relabelled, so a lead larger
+        than twice the patched rows of the table cannot change hands."""
+        if table_name not in UNIT_OF or table_name not in patch.tables:
+            return True
+        rows = {(r.table, r.row_id) for group in (patch.hide, patch.add, patch.update) for r in group
+                if r.table == table_name}
+        item = UNIT_OF[table_name][0]
+        (lead,), = self.con.execute(
+            f"SELECT min(margin) FROM temp.{USUAL_UNITS_TABLE} WHERE tbl = '{table_name}' AND item IN "
+            f"(SELECT CAST(\"{item}\" AS VARCHAR) FROM \"{table_name}\" WHERE row_id IN ({scope_sql}))").fetchall()
+        return lead is not None and lead > 2 * len(rows)
+
     def _detached(self, task: Task, template, slots, kinds, seen: set) -> list[Anomaly]:
-        """Rows of the question's patient (and named thing) whose link to an admission, stay or patient
-        is broken: they left the answer's rows, so the evidence query cannot show them."""
+        """Rows of the question's patient, admission or stay (and named thing) whose link is broken:
+        they left the rows the answer ranges over, so the evidence query cannot show them. Looked for
+        among the rows the task's patch writes and the rows the source itself leaves detached."""
         entities = {k: slots[n] for n, k in kinds.items() if k in ENTITY_OF_SLOT and _is_int(slots.get(n))}
         named = [(kind, slots[n]) for n, kind in kinds.items() if kind in NAMED_KINDS and n in slots]
+        if task.level is Level.POPULATION and not named:
+            return []  # a whole cohort's rows: the evidence query already reaches what belongs to it
+        written = {}
+        for change in task.patch.update:
+            written.setdefault(change.table, set()).add(change.row_id)
+        for added in task.patch.add:
+            written.setdefault(added.table, set()).add(added.row_id)
         out = []
         for table_name in sorted(template.tables):
             t = TABLES_BY_NAME[table_name]
-            if t.dictionary or table_name not in self.tables or not (set(t.links) - {"subject_id"} or
-                                                                     table_name != "patients"):
+            if t.dictionary or table_name not in self.tables or all(e == table_name for e in t.links.values()):
+                continue
+            candidates = written.get(table_name, set()) | self._naturally_detached(table_name)
+            if not candidates:
                 continue
             conds = [f'x."{ENTITY_OF_SLOT[k][1]}" = {int(v)}' for k, v in entities.items()
                      if ENTITY_OF_SLOT[k][1] in t.column_names]
             if task.level is Level.PATIENT and not conds:
                 continue
-            where = " OR ".join(conds) if conds else "TRUE"
-            scope = f"SELECT x.{ROW_ID} FROM \"{table_name}\" AS x WHERE ({where})"
+            scope = (f"SELECT x.{ROW_ID} FROM \"{table_name}\" AS x WHERE x.{ROW_ID} IN "
+                     f"({', '.join(map(str, sorted(candidates)))}) AND ({' OR '.join(conds) if conds else 'TRUE'})")
             for kind, value in named:
                 sources = [s for s in self._sources(kind) if s.events_table == table_name]
                 if sources:
                     scope += " AND x.row_id IN (" + " UNION ALL ".join(s.rows_named_sql(value) for s in sources) + ")"
-            if task.level is Level.POPULATION and not named:
-                continue  # a whole cohort's rows: the evidence query already reaches what belongs to it
             out += [a for a in self._anomalies_in(table_name, scope, DETACHED_KINDS) if (a.table, a.row_id) not in seen]
         return out
+
+    def _naturally_detached(self, table_name: str) -> set[int]:
+        return self._natural_detached.get(table_name, set())
 
     def _set_aside(self, task: Task, template, slots, anomalies: list[Anomaly]) -> dict[Status, Observed]:
         out: dict[Status, Observed] = {}
@@ -284,8 +390,6 @@ class FactReader:
     def _converted_back(self, rows: list[tuple[str, int]]) -> tuple[ValueChange, ...] | None:
         """Each row in an unusual unit rewritten in its item's usual unit, or None when a conversion is
         not known (then only the unit inconsistency can be reported)."""
-        from pipeline.anomalies import usual_unit_sql
-
         changes = []
         for table_name, row_id in rows:
             item, unit = UNIT_OF[table_name]
@@ -294,8 +398,8 @@ class FactReader:
                 return None
             found = self.con.execute(
                 f'SELECT x."{item}", x."{unit}", x."{value_col}", u.unit FROM "{table_name}" AS x JOIN '
-                f'({usual_unit_sql(table_name, f"SELECT {item} FROM {table_name} WHERE row_id = {row_id}")}) AS u '
-                f'ON u.item = x."{item}" WHERE x.row_id = {row_id}').fetchall()
+                f'temp.{USUAL_UNITS_TABLE} AS u ON u.tbl = \'{table_name}\' AND u.item = CAST(x."{item}" AS VARCHAR) '
+                f'WHERE x.row_id = {row_id}').fetchall()
             if not found or found[0][2] is None:
                 return None
             item_value, row_unit, value, usual = found[0]

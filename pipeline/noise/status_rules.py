@@ -142,7 +142,7 @@ RULES: tuple[Rule, ...] = (
     Rule("never_recorded", "a known name never recorded for the question's patient (for anyone, at population "
          "level) -> invalid_premise; for a count or yes/no question -> its 0 / no", _never_recorded),
     Rule("anomaly", "the rows the answer ranges over (and the patient's rows of the named thing detached by a "
-         "broken link) hold one kind of anomaly (pipeline.anomalies) -> its status: conflicting_evidence, "
+         "broken link) hold one kind of anomaly (pipeline.noise.anomalies) -> its status: conflicting_evidence, "
          "inconsistent_record, implausible_value or unit_inconsistency; with the answer once the rows are set "
          "aside (inconsistent, implausible: no_evidence when nothing is left) or converted back (unit)",
          _anomalous),

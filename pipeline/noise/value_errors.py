@@ -9,7 +9,7 @@ potassium of 4.2 gives 42, of a heart rate of 82 gives 820).
 
 The injector keeps a candidate only when it lies outside the item's physiological limits
 (``pipeline.noise.physiology``): inside them an agent could not tell the error from a real reading.
-Since the source audit (``pipeline.anomalies``) flags every source value outside those limits, a
+Since the source audit (``pipeline.noise.anomalies``) flags every source value outside those limits, a
 kept value is also outside everything the source shows unflagged for the item.
 """
 

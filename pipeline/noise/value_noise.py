@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from datetime import date, datetime
 from random import Random
 
-from pipeline.anomalies import UNIT_OF
+from pipeline.noise.anomalies import UNIT_OF
 from pipeline.noise.case import CleanCase, SourceLookup, measure_of, sql_text
 from pipeline.noise.edits import as_number, pick, set_value
 from pipeline.noise.physiology import ENDS_AFTER, conversion_family, conversions_for, format_value, measured_item

@@ -242,22 +242,50 @@ def _end_before_start(t: str, scope: str | None) -> str | None:
     return " UNION ALL ".join(parts) or None
 
 
-def usual_unit_sql(t: str, items: str | None = None) -> str:
-    """(item, unit): the most frequent non-null unit of each item (ties: the first unit by name)."""
+USUAL_UNITS_TABLE = "_rg_usual_units"  # a temporary table of usual_units_sql(), when a caller made one
+
+
+def usual_unit_sql(t: str, items: str | None = None, *, precomputed: bool = False) -> str:
+    """(item, unit, margin): the most frequent non-null unit of each item (ties: the first unit by name)
+    and by how many rows it leads the next one. ``precomputed``: read them from ``USUAL_UNITS_TABLE``."""
     item, unit = UNIT_OF[t]
+    if precomputed:
+        where = f" AND item IN (SELECT CAST(i AS VARCHAR) FROM ({items}) AS _i(i))" if items else ""
+        return f"SELECT item, unit, margin FROM temp.{USUAL_UNITS_TABLE} WHERE tbl = '{t}'{where}"
     where = f"{_q(unit)} IS NOT NULL" + (f" AND {_q(item)} IN ({items})" if items else "")
-    return (f"SELECT {_q(item)} AS item, arg_max({_q(unit)}, struct_pack(n := n, u := u)) AS unit FROM "
+    return (f"SELECT CAST({_q(item)} AS VARCHAR) AS item, arg_max({_q(unit)}, struct_pack(n := n, u := u)) AS unit, "
+            f"{_MARGIN} AS margin FROM "
             f"(SELECT {_q(item)}, {_q(unit)}, count(*) AS n, -rank() OVER (PARTITION BY {_q(item)} ORDER BY "
             f"{_q(unit)}) AS u FROM {_q(t)} WHERE {where} GROUP BY {_q(item)}, {_q(unit)}) GROUP BY 1")
 
 
-def _unusual_unit(t: str, scope: str | None) -> str | None:
+_MARGIN = "list_sort(list(n), 'DESC')[1] - coalesce(list_sort(list(n), 'DESC')[2], 0)"
+
+
+def all_usual_units_sql(tables=None) -> str:
+    """Every item's usual unit in every table with units (or in ``tables``): what ``USUAL_UNITS_TABLE`` holds."""
+    parts = []
+    for t, (item, unit) in UNIT_OF.items():
+        if tables is not None and t not in tables:
+            continue
+        parts.append(
+            f"SELECT '{t}' AS tbl, CAST({_q(item)} AS VARCHAR) AS item, "
+            f"arg_max({_q(unit)}, struct_pack(n := n, u := u)) AS unit, "
+            f"{_MARGIN} AS margin FROM "
+            f"(SELECT {_q(item)}, {_q(unit)}, count(*) AS n, -rank() OVER (PARTITION BY {_q(item)} ORDER BY "
+            f"{_q(unit)}) AS u FROM {_q(t)} WHERE {_q(unit)} IS NOT NULL GROUP BY {_q(item)}, {_q(unit)}) "
+            f"GROUP BY {_q(item)}")
+    return " UNION ALL ".join(parts)
+
+
+def _unusual_unit(t: str, scope: str | None, precomputed: bool = False) -> str | None:
     if t not in UNIT_OF:
         return None
     item, unit = UNIT_OF[t]
     items = f"SELECT {_q(item)} FROM {_q(t)} AS s WHERE {_scoped('s', scope)}" if scope else None
+    usual = usual_unit_sql(t, items, precomputed=precomputed)
     return (f"SELECT x.{ROW_ID}, 'unit ' || x.{_q(unit)} || ' where item ' || x.{_q(item)} || ' is usually in ' "
-            f"|| u.unit AS detail FROM {_q(t)} AS x JOIN ({usual_unit_sql(t, items)}) AS u ON u.item = x.{_q(item)} "
+            f"|| u.unit AS detail FROM {_q(t)} AS x JOIN ({usual}) AS u ON u.item = CAST(x.{_q(item)} AS VARCHAR) "
             f"WHERE x.{_q(unit)} IS NOT NULL AND x.{_q(unit)} <> u.unit AND {_scoped('x', scope)}")
 
 
@@ -272,7 +300,7 @@ def _limits_cases(t: str) -> list[tuple[str | None, float, float]]:
     return out
 
 
-def _outside_limits(t: str, scope: str | None) -> str | None:
+def _outside_limits(t: str, scope: str | None, precomputed: bool = False) -> str | None:
     if t not in VALUE_OF:
         return None
     item, value, unit = VALUE_OF[t]
@@ -290,7 +318,8 @@ def _outside_limits(t: str, scope: str | None) -> str | None:
     unit_join, unit_cond = "", ""
     if unit is not None and t in UNIT_OF:
         items = f"SELECT {_q(item)} FROM {_q(t)} AS s WHERE {_scoped('s', scope)}" if scope else None
-        unit_join = f" LEFT JOIN ({usual_unit_sql(t, items)}) AS u ON u.item = x.{_q(item)}"
+        unit_join = (f" LEFT JOIN ({usual_unit_sql(t, items, precomputed=precomputed)}) AS u "
+                     f"ON u.item = CAST(x.{_q(item)} AS VARCHAR)")
         # Limits are in the item's usual unit; a row in another unit is an unusual_unit anomaly instead.
         unit_cond = f" AND (x.{_q(unit)} IS NULL OR u.unit IS NULL OR x.{_q(unit)} = u.unit)"
     return (f"SELECT x.{ROW_ID}, '{value} ' || x.{_q(value)} || ' outside [' || lim.lo || ', ' || lim.hi || ']' "
@@ -310,13 +339,18 @@ _BUILDERS = {
 }
 
 
-def anomalous_rows_sql(kind: AnomalyKind, table_name: str, scope: str | None = None) -> str | None:
+def anomalous_rows_sql(kind: AnomalyKind, table_name: str, scope: str | None = None, *,
+                       precomputed_units: bool = False) -> str | None:
     """SQL giving ``(row_id, detail)`` of the rows of ``table_name`` with anomaly ``kind`` (None when the
     kind cannot occur in that table). ``scope``: a query returning the row ids to look at (all rows if
     None); other rows are still read where the predicate needs them (a duplicate's partner, an item's
-    usual unit)."""
+    usual unit). ``precomputed_units``: items' usual units come from ``USUAL_UNITS_TABLE`` (made once
+    per connection) instead of being counted again."""
     table(table_name)
-    return _BUILDERS[AnomalyKind(kind)](table_name, scope)
+    kind = AnomalyKind(kind)
+    if kind in (AnomalyKind.UNUSUAL_UNIT, AnomalyKind.OUTSIDE_LIMITS):
+        return _BUILDERS[kind](table_name, scope, precomputed_units)
+    return _BUILDERS[kind](table_name, scope)
 
 
 def kinds_for(table_name: str) -> Iterator[AnomalyKind]:
