@@ -23,7 +23,7 @@ from pipeline.loader import (
 from pipeline.schema import ROW_ID, SCHEMA_VERSION, TABLES, TABLES_BY_NAME
 from pipeline.source_db import read_source_info
 from pipeline.vocabulary import Intent, SourceKind
-from tests.unprivileged import run_bound_by_permissions
+from tests.limited_process import run as run_limited
 
 # From ../shared/README.md (chartevents: the official count, which the reconstruction keeps).
 DEMO_ROWS = {
@@ -504,7 +504,7 @@ def test_a_file_without_read_permission_is_an_error_naming_it(demo_dir, tmp_path
     code = ("from pipeline.loader import load_mimic, SourceError\n"
             "try:\n    load_mimic(['src'], 'x.duckdb', allow_missing=True)\n"
             "except SourceError as e:\n    print(e)\n    raise SystemExit(2)\n")
-    done = run_bound_by_permissions(["python", "-c", code], cwd=tmp_path)
+    done = run_limited(["python", "-c", code], cwd=tmp_path, bound_by_permissions=True)
     assert done.returncode == 2, done.stderr
     assert f"src/{rel('transfers')}: cannot be read: permission denied" in done.stdout
     assert "1 problem" in done.stdout and not (tmp_path / "x.duckdb").exists()
