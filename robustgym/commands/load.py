@@ -1,6 +1,7 @@
 """``robustgym load DIR [DIR ...] --db PATH``: build the source database from MIMIC-IV folders."""
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 
@@ -37,6 +38,10 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.loader import SourceError, load_mimic  # imported here: `robustgym --help` stays quick
 
     progress = None if args.quiet else (lambda message: print(message, file=sys.stderr, flush=True))
+    # The integrity warnings are printed below as "warning: ..."; the loader's log would repeat them.
+    loader_log = logging.getLogger("pipeline.loader")
+    if not any(isinstance(h, logging.NullHandler) for h in loader_log.handlers):
+        loader_log.addHandler(logging.NullHandler())
     try:
         report = load_mimic(args.dirs, args.db, allow_missing=args.allow_missing, intents=args.intents,
                             progress=progress, threads=args.threads, strict=args.strict)

@@ -68,11 +68,10 @@ def test_a_reset_lays_views_for_the_patched_tables_only_and_copies_nothing(env, 
     stat = base.stat()
     twin = by_noise(demo_release, "missing_evidence")
     env.reset(twin.task_id)
-    con = env._episode.db._con
-    temp = con.execute("SELECT view_name FROM duckdb_views() WHERE database_name = 'temp'").fetchall()
+    unchecked = env._episode.db._execute_unchecked  # introspection the agent's statements may not do
+    temp = unchecked("SELECT view_name FROM duckdb_views() WHERE database_name = 'temp'").rows
     assert sorted(v[0] for v in temp) == sorted(twin.patch.tables)
-    assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name <> ?", [BASE_CATALOG]).fetchone() \
-        == (0,)
+    assert unchecked(f"SELECT count(*) FROM duckdb_tables() WHERE database_name <> '{BASE_CATALOG}'").rows == ((0,),)
     assert (base.stat().st_size, base.stat().st_mtime_ns) == (stat.st_size, stat.st_mtime_ns)
 
 
