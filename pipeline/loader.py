@@ -205,8 +205,14 @@ def folder_problem(root: Path) -> str | None:
     return None if why == IS_DIRECTORY else why
 
 
-def find_sources(dirs: Sequence[Path]) -> FoundSources:
+def find_sources(dirs: Sequence[Path]) -> tuple[dict[str, SourceFile], list[Problem]]:
     """Each table's file (later folders overlay earlier ones), and problems with the folders."""
+    found = locate_sources(dirs)
+    return found.files, found.problems
+
+
+def locate_sources(dirs: Sequence[Path]) -> FoundSources:
+    """``find_sources`` with what the loader needs besides: unreadable tables, wrong folders."""
     files: dict[str, SourceFile] = {}
     problems: list[Problem] = []
     unreadable: set[str] = set()
@@ -583,7 +589,7 @@ def load_mimic(dirs: Sequence[Path], db_path: Path, *, allow_missing: bool = Fal
         if progress:
             progress(message)
 
-    found_sources = find_sources(dirs)
+    found_sources = locate_sources(dirs)
     files, problems = found_sources.files, list(found_sources.problems)
     layouts: dict[str, list[Column]] = {}
     for name, src in files.items():
