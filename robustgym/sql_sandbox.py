@@ -110,7 +110,7 @@ class _ResultUnpickler(pickle.Unpickler):
     """Results come from the process that ran the agent's SQL: only plain value types may be built."""
 
     _ALLOWED = {("datetime", n) for n in ("datetime", "date", "time", "timedelta", "timezone")} | {
-        ("decimal", "Decimal"), ("uuid", "UUID"), ("zoneinfo", "ZoneInfo"), ("zoneinfo._zoneinfo", "ZoneInfo")}
+        ("decimal", "Decimal"), ("uuid", "UUID")}
 
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) not in self._ALLOWED:
@@ -139,6 +139,10 @@ class _Worker:
                 [sys.executable, "-I", "-c", _BOOT, json.dumps(sys.path), str(req_r), str(resp_w), json.dumps(config)],
                 pass_fds=(req_r, resp_w), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.stderr,
                 start_new_session=True)  # Ctrl-C reaches the parent, which stops the worker itself
+        except BaseException:
+            os.close(req_w)
+            os.close(resp_r)
+            raise
         finally:
             os.close(req_r)
             os.close(resp_w)
@@ -243,7 +247,9 @@ class Database:
             try:
                 worker.send(message)
                 reply = worker.receive(deadline)
-            except (EOFError, OSError, pickle.UnpicklingError) as exc:
+            except pickle.UnpicklingError as exc:  # the worker is fine; its answer held a value we refuse
+                raise QueryFailed(f"the result holds a value the sandbox does not return ({exc})") from None
+            except (EOFError, OSError) as exc:
                 crash = worker.crash_report()
                 self._stop_worker()
                 how = f"signal {-worker.process.returncode}" if (worker.process.returncode or 0) < 0 else \

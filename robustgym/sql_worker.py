@@ -30,7 +30,6 @@ from decimal import Decimal
 from multiprocessing.connection import Connection
 from typing import Any
 from uuid import UUID
-from zoneinfo import ZoneInfo
 
 import duckdb
 
@@ -319,9 +318,9 @@ _SCALARS = (type(None), bool, int, float, str, bytes, Decimal, datetime, date, c
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, (datetime, clock_time)) and value.tzinfo is not None \
-            and not isinstance(value.tzinfo, (timezone, ZoneInfo)):
-        return str(value)
+    if isinstance(value, (datetime, clock_time)) and value.tzinfo is not None:
+        offset = value.utcoffset()  # a named zone becomes its fixed offset: plain to pickle
+        return value.replace(tzinfo=timezone(offset)) if offset is not None else value.replace(tzinfo=None)
     if isinstance(value, _SCALARS):
         return value
     if isinstance(value, (list, tuple)):
@@ -391,7 +390,9 @@ def main(argv: list[str]) -> None:
         return
     # From here on, every allocation counts against the limit: the instance is built and locked.
     if data_limit:
-        resource.setrlimit(resource.RLIMIT_DATA, (data_limit, data_limit))
+        _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        soft = data_limit if hard == resource.RLIM_INFINITY else min(data_limit, hard)
+        resource.setrlimit(resource.RLIMIT_DATA, (soft, soft))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     responses.send_bytes(pickle.dumps(("ok", (engine.tables, engine.columns()))))
     serve(requests, responses, engine)

@@ -79,6 +79,10 @@ def run(args: argparse.Namespace, defs=None) -> int:
     from pipeline.build_lock import BuildLocked, build_lock
 
     say = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
+    for option, folder in (("--data-dir", args.data_dir), ("--releases-dir", args.releases_dir)):
+        if folder.exists() and not folder.is_dir():  # found now, not after the whole pipeline ran
+            print(f"{option} {folder} is a file; it must name a folder", file=sys.stderr)
+            return 2
     try:
         with build_lock(args.data_dir, command="robustgym build", say=say):
             return _run_locked(args, defs)

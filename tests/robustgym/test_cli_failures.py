@@ -151,6 +151,18 @@ def test_build_on_a_full_disk_fails_at_its_first_stage_without_a_traceback(tmp_p
     assert "nothing was published" in done.stderr and not (tmp_path / "releases").exists()
 
 
+def test_build_with_a_file_for_a_folder_or_a_read_only_folder_fails_before_running_anything(tmp_path):
+    (tmp_path / "releases").write_text("not a folder")
+    done = run(robustgym(*BUILD), cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "--releases-dir releases is a file; it must name a folder" in done.stderr
+    (tmp_path / "releases").unlink()
+    (tmp_path / "data").mkdir(mode=0o555)
+    done = run(robustgym(*BUILD), cwd=tmp_path, bound_by_permissions=True)
+    one_message(done, "build", "data/.robustgym-build.lock", "Permission denied")
+    assert list((tmp_path / "data").iterdir()) == []
+
+
 def test_a_second_build_in_the_folder_is_refused_naming_the_first_which_ctrl_c_then_stops(tmp_path):
     first = popen(robustgym(*BUILD), cwd=tmp_path)
     for line in first.stderr:
