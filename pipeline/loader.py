@@ -90,8 +90,10 @@ class Problem:
         return f"{where}: {self.message}"
 
 
-# How an option is named in a message: Python keywords here, command-line flags in the CLI.
-PYTHON_SPELLING = {"allow_missing": "allow_missing=True", "strict": "strict=True"}
+# How an option is named in a message. ``str()`` serves Python callers and the places that show it
+# as is (the Dagster UI, ``robustgym build``), so it names both; ``robustgym load`` renders its flags.
+PYTHON_SPELLING = {"allow_missing": "allow_missing=True (--allow-missing on the command line)",
+                   "strict": "strict=True (--strict on the command line)"}
 
 
 class SourceError(Exception):

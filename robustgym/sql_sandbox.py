@@ -171,19 +171,17 @@ class _Worker:
         return self.peak_rss
 
     def stop(self) -> None:
-        """Kill and reap the worker, keeping its peak resident size (from the kernel's accounting)."""
+        """Kill and reap the worker, keeping its peak resident size as last seen in /proc.
+
+        Not ``wait4``'s ``ru_maxrss``: Linux carries the parent's resident size at fork into the
+        child's, so a large parent would make every worker look large."""
         if self.process.returncode is None:
             self.rss_peak()
             try:
                 os.killpg(self.process.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            try:
-                _, status, usage = os.wait4(self.process.pid, 0)
-                self.peak_rss = max(self.peak_rss, usage.ru_maxrss * 1024)
-                self.process.returncode = os.waitstatus_to_exitcode(status)
-            except ChildProcessError:
-                self.process.wait()
+            self.process.wait()
         for end in (self.requests, self.responses):
             end.close()
         self.stderr.close()
@@ -298,7 +296,8 @@ class Database:
         return {t: tuple(tuple(c) for c in cols) for t, cols in self._columns.items()}
 
     def peak_memory_bytes(self) -> int:
-        """The largest resident size any of this database's worker processes reached."""
+        """The largest resident size any of this database's worker processes reached (VmHWM from
+        /proc, read while each runs and when it is stopped; Linux only, 0 elsewhere)."""
         with self._lock:
             current = self._worker.rss_peak() if self._worker is not None else 0
             return max(self._peak_rss, current)
