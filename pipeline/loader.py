@@ -100,7 +100,7 @@ class SourceError(Exception):
     """The input folder(s) cannot be loaded; ``problems`` lists every reason found.
 
     ``hint`` may name options as ``{allow_missing}`` or ``{strict}``: ``render`` spells them for the
-    caller (``str()`` uses the Python keywords, the CLI its flags).
+    caller (``str()`` names the Python keyword and the flag, ``robustgym load`` its flags only).
     """
 
     def __init__(self, problems: Sequence[Problem], hint: str = ""):
@@ -147,7 +147,7 @@ class LoadReport:
     missing_tables: tuple[str, ...]
     disabled_intents: tuple[Intent, ...]
     seconds: float
-    integrity: IntegrityReport  # warnings unless the load was strict (then it is empty)
+    integrity: IntegrityReport  # the findings, as warnings (a strict load with findings raises instead)
 
 
 # ------------------------------------------------------------------ phase 1: files and headers

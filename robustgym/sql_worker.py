@@ -345,6 +345,22 @@ def _reply(responses: Connection, message: tuple, limit: int) -> None:
     responses.send_bytes(data)
 
 
+def _statement(run):
+    def handle(engine: Engine, episode: int, sql: str) -> tuple:
+        r = run(engine, episode, sql)
+        return r.columns, r.rows, r.elapsed_ms  # plain values only cross the pipe
+    return handle
+
+
+# What the parent may ask; "close" is answered by nothing, "exit" ends the loop.
+_HANDLERS = {
+    "open": Engine.open,
+    "close": Engine.close,
+    "query": _statement(Engine.query),
+    "unchecked": _statement(Engine.unchecked),
+}
+
+
 def serve(requests: Connection, responses: Connection, engine: Engine) -> None:
     """Answer requests until the parent says exit or goes away. One request at a time."""
     limit = engine.config.max_result_bytes
@@ -356,26 +372,24 @@ def serve(requests: Connection, responses: Connection, engine: Engine) -> None:
         op, args = request[0], request[1:]
         if op == "exit":
             return
-        try:
-            if op == "open":
-                engine.open(*args)
-                result = None
-            elif op == "close":
-                engine.close(*args)
-                continue  # the parent does not wait for this one
-            elif op in ("query", "unchecked"):
-                r = engine.query(*args) if op == "query" else engine.unchecked(*args)
-                result = (r.columns, r.rows, r.elapsed_ms)  # plain values only cross the pipe
-            else:
-                raise QueryFailed(f"unknown request {op!r}")
-            _reply(responses, ("ok", result), limit)
-        except SqlToolError as exc:
-            _reply(responses, ("error", type(exc).__name__, str(exc), getattr(exc, "problems", None)), limit)
-        except MemoryError:
-            _reply(responses, ("error", "QueryResourceLimit", "the query needed more memory than the sandbox "
-                               "allows; filter earlier or aggregate", None), limit)
-        except Exception as exc:  # noqa: BLE001 - the parent turns it into a tool error
-            _reply(responses, ("error", "QueryFailed", f"{type(exc).__name__}: {exc}", None), limit)
+        reply = _handle(engine, op, args)
+        if op != "close":  # the parent does not wait for this one: nothing may answer it
+            _reply(responses, reply, limit)
+
+
+def _handle(engine: Engine, op: str, args: tuple) -> tuple:
+    try:
+        handler = _HANDLERS.get(op)
+        if handler is None:
+            raise QueryFailed(f"unknown request {op!r}")
+        return "ok", handler(engine, *args)
+    except SqlToolError as exc:
+        return "error", type(exc).__name__, str(exc), getattr(exc, "problems", None)
+    except MemoryError:
+        return ("error", "QueryResourceLimit", "the query needed more memory than the sandbox allows; filter "
+                "earlier or aggregate", None)
+    except Exception as exc:  # noqa: BLE001 - the parent turns it into a tool error
+        return "error", "QueryFailed", f"{type(exc).__name__}: {exc}", None
 
 
 def main(argv: list[str]) -> None:

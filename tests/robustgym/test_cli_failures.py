@@ -164,7 +164,8 @@ def test_build_with_a_file_for_a_folder_or_a_read_only_folder_fails_before_runni
 
 
 def test_a_second_build_in_the_folder_is_refused_naming_the_first_which_ctrl_c_then_stops(tmp_path):
-    first = popen(robustgym(*BUILD), cwd=tmp_path)
+    # 5,000 patients: the first build is still generating its source when it is interrupted.
+    first = popen(robustgym("build", "--patients", "5000"), cwd=tmp_path)
     for line in first.stderr:
         if "source_database" in line:
             break
