@@ -8,12 +8,15 @@ real demo release with the pipeline (templates, noise, release), then measures o
 - ``reset``: every task of the release, grouped by the number of rows its patch touches;
 - ``sql``: a simple query and each task's gold SQL, through the statement check and the limits;
 - ``python``: a trivial call and one that calls ``query()`` (a fresh sandboxed process each);
-- the naive way: copying the base file, and copying the database into memory with DuckDB.
+- the naive way: copying the base file, and copying the database into memory with DuckDB;
+- the hard limits: statements that build one huge value, under the default limits (5 s, 1 GB), with
+  the time until the tool answers and the SQL worker's peak resident memory (``--no-limits`` skips).
 
     python benchmarks/environment.py [--release DIR --base-database FILE] [--per-cell 2] [--repeat 3]
 
-Targets: reset under 50 ms, median simple sql call under 20 ms. Prints a markdown table; paste it
-under "Environment" in benchmarks/README.md.
+Targets: reset under 50 ms, median simple sql call under 20 ms; a statement over its limits answered
+within twice the time limit, the worker under twice the memory limit. Prints markdown tables; paste
+them under "Environment" in benchmarks/README.md.
 """
 
 import argparse
@@ -30,6 +33,16 @@ import duckdb
 from robustgym.env import Env, Limits
 from robustgym.python_sandbox import os_isolation
 from robustgym.release import load_release
+from robustgym.sql_sandbox import SqlLimits, memory_bytes
+
+# Statements DuckDB's own memory limit and interrupt do not stop (one huge value in one call).
+OVER_THE_LIMITS = (
+    "SELECT length(repeat('x', 3000000000))",
+    "SELECT length(lpad('x', 2147483647, 'y'))",
+    "SELECT length(string_agg('xxxxxxxxxx', '')) FROM range(300000000)",
+    "SELECT len(list(x)) FROM range(400000000) t(x)",
+    "SELECT length(regexp_replace(repeat('a', 400000000), 'a', 'bb', 'g'))",
+)
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO.parent / "shared" / "mimic-iv-demo"
@@ -76,6 +89,7 @@ def main() -> None:
     parser.add_argument("--base-database", type=Path, help="its base database, when it ships none")
     parser.add_argument("--per-cell", type=int, default=2, help="clean tasks per intent and level when building")
     parser.add_argument("--repeat", type=int, default=3, help="repetitions of each measurement")
+    parser.add_argument("--no-limits", action="store_true", help="skip the statements over the hard limits")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="robustgym-bench-") as tmp:
@@ -120,6 +134,8 @@ def main() -> None:
             python_query.append(env.python("print(query('SELECT count(*) AS n FROM patients'))").elapsed_ms / 1000)
         env.close()
 
+        limit_rows = [] if args.no_limits else over_the_limits(release, tasks[0].task_id)
+
         base_path = release.base_database
         size_mb = base_path.stat().st_size / 1e6
         file_copy, memory_copy = [], []
@@ -153,6 +169,29 @@ def main() -> None:
     for name, values in rows:
         median, p95, worst = ms(values)
         print(f"| {name} | {len(values)} | {median:.2f} | {p95:.2f} | {worst:.2f} |")
+    if limit_rows:
+        limits = SqlLimits()
+        print(f"\nhard limits: timeout {limits.timeout_s:g} s, memory_limit {limits.memory_limit}; a fresh Env "
+              "per statement\n")
+        print("| statement | answered after s | x time limit | error | worker peak MB | x memory limit |")
+        print("| --- | ---: | ---: | --- | ---: | ---: |")
+        for query, seconds, kind, peak in limit_rows:
+            print(f"| `{query}` | {seconds:.2f} | {seconds / limits.timeout_s:.2f} | {kind} | {peak / 1e6:.0f} | "
+                  f"{peak / memory_bytes(limits.memory_limit):.2f} |")
+
+
+def over_the_limits(release, task_id: str) -> list[tuple[str, float, str, int]]:
+    """Each statement in its own Env under the default limits: time to the answer, the error, the
+    worker's peak resident memory."""
+    out = []
+    for query in OVER_THE_LIMITS:
+        with Env(release, limits=Limits(sql=SqlLimits(), max_tool_calls=10)) as env:
+            env.reset(task_id)
+            started = time.perf_counter()
+            observation = env.sql(query)
+            seconds = time.perf_counter() - started
+            out.append((query, seconds, observation.error_kind or "none", env._db.peak_memory_bytes()))
+    return out
 
 
 if __name__ == "__main__":

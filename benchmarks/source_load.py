@@ -3,7 +3,8 @@
 The floor is what plain DuckDB takes over the same files in the same run: ``CREATE TABLE AS SELECT *
 FROM read_csv(file)`` with type auto-detection, into a file database, checkpointed. The loader does
 more (declared types, row_id, header checks, sha256 and a full gzip verification of every file on a
-second thread, metadata); the target is to stay within 1.5x of the floor.
+second thread, the integrity check of natural keys and links, metadata); the target is to stay
+within 1.5x of the floor.
 
     python benchmarks/source_load.py [--repeat 3] [--threads N]
 
@@ -19,7 +20,8 @@ from pathlib import Path
 
 import duckdb
 
-from pipeline.loader import find_sources, digest_file, load_mimic
+from pipeline.integrity import check_integrity
+from pipeline.loader import digest_file, find_sources, load_mimic
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO.parent / "shared" / "mimic-iv-demo"
@@ -54,6 +56,13 @@ def digests(dirs: list[Path]) -> float:
     return time.perf_counter() - started
 
 
+def integrity(db: Path) -> float:
+    with duckdb.connect(str(db), read_only=True) as con:
+        started = time.perf_counter()
+        check_integrity(con)
+        return time.perf_counter() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
@@ -66,7 +75,7 @@ def main() -> None:
     paths = [s.path for s in files.values()]
     size = sum(p.stat().st_size for p in paths)
 
-    times: dict[str, list[float]] = {"floor": [], "loader": [], "digest": []}
+    times: dict[str, list[float]] = {"floor": [], "loader": [], "digest": [], "integrity": []}
     rows = 0
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.repeat):
@@ -78,6 +87,7 @@ def main() -> None:
                 else:
                     seconds, rows = loader(dirs, Path(tmp) / "loader.duckdb", args.threads)
                     times["loader"].append(seconds)
+                    times["integrity"].append(integrity(Path(tmp) / "loader.duckdb"))
             times["digest"].append(digests(dirs))
 
     med = {k: statistics.median(v) for k, v in times.items()}
@@ -90,10 +100,12 @@ def main() -> None:
     print("| --- | ---: | ---: | ---: | ---: |")
     print(f"| floor: DuckDB `read_csv` auto-detect, CREATE TABLE AS | {med['floor']:.2f} | {low['floor']:.2f} "
           f"| {rows / med['floor']:,.0f} | 1.00x |")
-    print(f"| `load_mimic` (typed, row_id, checks, fingerprint) | {med['loader']:.2f} | {low['loader']:.2f} "
+    print(f"| `load_mimic` (typed, row_id, checks, integrity, fingerprint) | {med['loader']:.2f} | {low['loader']:.2f} "
           f"| {rows / med['loader']:,.0f} | {med['loader'] / med['floor']:.2f}x |")
     print(f"| of which overlapped: sha256 + gzip verification alone | {med['digest']:.2f} | {low['digest']:.2f} "
           f"| | |")
+    print(f"| of which: integrity check (natural keys and links) alone | {med['integrity']:.2f} | "
+          f"{low['integrity']:.2f} | | |")
 
 
 if __name__ == "__main__":

@@ -67,6 +67,50 @@ class SubmissionError(ValueError):
     """A submitted value cannot be read as the task's answer type."""
 
 
+# What a submission may hold. A real answer is a number, a short text or a short list; anything
+# beyond these bounds is refused before it is parsed, so no conversion can overflow, exhaust the
+# integer-to-text digit limit or recurse without end.
+MAX_SUBMISSION_CHARS = 100_000  # a text, a list item, or a list written as JSON text
+MAX_SUBMISSION_ITEMS = 1_000
+MAX_NUMBER_BITS = 1024  # |x| >= 2**1024 does not fit a float
+
+
+def show_value(value: Any, limit: int = 60) -> str:
+    """A short rendering of any submitted value for messages: never huge, never raising."""
+    if isinstance(value, bool) or value is None:
+        return repr(value)
+    if isinstance(value, int):
+        if value.bit_length() > 200:
+            return f"an integer of about {int(value.bit_length() * 0.30103) + 1:,} digits"
+        return repr(value)
+    if isinstance(value, str):
+        return repr(value) if len(value) <= limit else f"{value[:limit]!r}… ({len(value):,} characters)"
+    if isinstance(value, (list, tuple)):
+        return f"a list of {len(value):,} item{'s' if len(value) != 1 else ''}" if len(value) > 5 else \
+            "[" + ", ".join(show_value(v, 20) for v in value) + "]"
+    if isinstance(value, (float, Decimal, datetime, date)):
+        text = str(value)
+        return text if len(text) <= limit else text[:limit] + "…"
+    return f"a {type(value).__name__}"
+
+
+def _check_size(raw: Any, depth: int = 0) -> None:
+    if isinstance(raw, bool):
+        return
+    if isinstance(raw, int) and raw.bit_length() > MAX_NUMBER_BITS:
+        raise SubmissionError(f"{show_value(raw)} is out of range for an answer")
+    if isinstance(raw, (str, bytes)) and len(raw) > MAX_SUBMISSION_CHARS:
+        raise SubmissionError(f"{show_value(raw)} is longer than the {MAX_SUBMISSION_CHARS:,} characters an answer "
+                              "may have")
+    if isinstance(raw, (list, tuple)):
+        if len(raw) > MAX_SUBMISSION_ITEMS:
+            raise SubmissionError(f"{show_value(raw)}: a list answer has at most {MAX_SUBMISSION_ITEMS:,} items")
+        if depth > 0:
+            raise SubmissionError("a list answer is a flat list of texts, not a list of lists")
+        for item in raw:
+            _check_size(item, depth + 1)
+
+
 # ---------------------------------------------------------------- text rules shared by several types
 
 _SPACE = re.compile(r"\s+")
@@ -137,21 +181,21 @@ _NUMBER_WITH_UNIT = re.compile(
 
 def _parse_number(raw, unit):
     if isinstance(raw, bool):
-        raise SubmissionError(f"{raw!r} is a boolean, not a number")
+        raise SubmissionError(f"{show_value(raw)} is a boolean, not a number")
     if isinstance(raw, (int, float, Decimal)):
         x = float(raw)
     elif isinstance(raw, str):
         m = _NUMBER_WITH_UNIT.match(raw)
         if not m:
-            raise SubmissionError(f"{raw!r} is not a number")
+            raise SubmissionError(f"{show_value(raw)} is not a number")
         number, suffix = m.groups()
         if suffix and (unit is None or text_key(suffix) != text_key(unit)):
-            raise SubmissionError(f"{raw!r}: unit {suffix!r} is not the task's unit {unit!r}")
+            raise SubmissionError(f"{show_value(raw)}: unit {show_value(suffix)} is not the task's unit {unit!r}")
         x = float(number.replace(",", ""))
     else:
-        raise SubmissionError(f"{raw!r} is not a number")
+        raise SubmissionError(f"{show_value(raw)} is not a number")
     if not math.isfinite(x):
-        raise SubmissionError(f"{raw!r} is not finite")
+        raise SubmissionError(f"{show_value(raw)} is out of range for a number (not finite)")
     return AnswerValue(number=x)
 
 
@@ -168,7 +212,7 @@ def _normalise_text(rows, _decimals):
 
 def _parse_text(raw, _unit):
     if isinstance(raw, (list, tuple, dict)) or raw is None:
-        raise SubmissionError(f"{raw!r} is not a text answer")
+        raise SubmissionError(f"{show_value(raw)} is not a text answer")
     return AnswerValue(text=clean_text(raw))
 
 
@@ -189,9 +233,10 @@ def _parse_list(raw) -> list[str]:
         try:
             raw = json.loads(raw)
         except json.JSONDecodeError:
-            raise SubmissionError(f"{raw!r}: a list answer is a list or a JSON array of texts") from None
+            raise SubmissionError(f"{show_value(raw)}: a list answer is a list or a JSON array of texts") from None
+        _check_size(raw)
     if not isinstance(raw, (list, tuple)) or any(isinstance(x, (list, tuple, dict)) or x is None for x in raw):
-        raise SubmissionError(f"{raw!r}: a list answer is a list or a JSON array of texts")
+        raise SubmissionError(f"{show_value(raw)}: a list answer is a list or a JSON array of texts")
     return [clean_text(x) for x in raw]
 
 
@@ -244,7 +289,7 @@ def _parse_boolean(raw, _unit):
         return AnswerValue(boolean=bool(raw))
     if isinstance(raw, str) and text_key(raw) in _TRUE | _FALSE:
         return AnswerValue(boolean=text_key(raw) in _TRUE)
-    raise SubmissionError(f"{raw!r} is not yes/no")
+    raise SubmissionError(f"{show_value(raw)} is not yes/no")
 
 
 def _match_boolean(expected, submitted, _tolerance):
@@ -272,7 +317,7 @@ def _parse_timestamp(raw, _unit):
             return AnswerValue(timestamp=_to_second(datetime.fromisoformat(raw.strip())))
         except ValueError:
             pass
-    raise SubmissionError(f"{raw!r} is not an ISO timestamp (YYYY-MM-DD[ HH:MM:SS])")
+    raise SubmissionError(f"{show_value(raw)} is not an ISO timestamp (YYYY-MM-DD[ HH:MM:SS])")
 
 
 def _match_timestamp(expected, submitted, _tolerance):
@@ -343,11 +388,21 @@ def parse_submission(answer_type: AnswerType | str, raw: Any, *, unit: str | Non
     """Read an agent's submitted value (text, number, list or bool) as an answer of ``answer_type``.
 
     A number may carry the task's unit as a suffix (``"1.2 mg/dL"``); any other suffix is refused.
-    Lists are Python lists or JSON arrays. Raises ``SubmissionError`` when the value cannot be read.
+    Lists are Python lists or JSON arrays. Raises ``SubmissionError`` when the value cannot be read,
+    including values out of range or beyond the size bounds (``MAX_SUBMISSION_*``).
     """
     if isinstance(raw, AnswerValue):
         return check_answer(answer_type, raw)
-    return _kind(answer_type).parse(raw, unit)
+    kind = _kind(answer_type)
+    _check_size(raw)
+    try:
+        return kind.parse(raw, unit)
+    except SubmissionError:
+        raise
+    except (ValueError, OverflowError, RecursionError, TypeError, MemoryError) as exc:
+        # A conversion the bounds above did not foresee: still the submission's fault, never ours.
+        raise SubmissionError(f"{show_value(raw)} cannot be read as a {AnswerType(answer_type).value} answer "
+                              f"({type(exc).__name__})") from None
 
 
 def check_answer(answer_type: AnswerType | str, answer: AnswerValue) -> AnswerValue:

@@ -9,8 +9,10 @@ type-guessed), and ``_robustgym_meta`` with the input fingerprint.
 
 The load runs in phases so that a user fixes a bad folder in one pass:
 
-1. Find every table's file and read every header: missing tables, empty files, header-only files,
-   files that are not gzip, renamed, missing, unknown or duplicate columns. Any problem stops the
+1. Find every table's file and read every header: missing tables, paths that exist but are not a
+   readable file (a directory, a broken or looping link, no permission), empty files, header-only
+   files, files that are not gzip, renamed, missing, unknown or duplicate columns. A folder that is
+   wrong as a whole is one problem, not one per table it lacks. Any problem stops the
    load here, before a database is touched: these take a second to find, while a full MIMIC-IV load
    takes long enough that nobody should wait for it to learn that a header is wrong.
 2. Load table by table into a temporary database while a second thread hashes every file and
@@ -20,6 +22,8 @@ The load runs in phases so that a user fixes a bad folder in one pass:
    goes on with the next table.
 3. If anything failed, one ``SourceError`` lists every problem, the temporary database is discarded
    and a database already at the target keeps its bytes (``source_db.atomic_database``).
+4. Natural keys and links are checked on the loaded tables (``pipeline.integrity``): findings are
+   warnings stored in the metadata, or errors (step 3) when the load is strict.
 
 ``row_id`` is ``row_number() OVER () - 1`` over the CSV scan. DuckDB plans an empty ``OVER ()`` as
 a streaming window, which is not a parallel operator: the scan feeding it runs in one thread, in
@@ -28,11 +32,14 @@ enough that a parallel scan does reorder).
 """
 
 import csv
+import errno
 import gzip
 import hashlib
 import json
 import logging
+import os
 import re
+import stat
 import time
 import zlib
 from collections.abc import Callable, Iterable, Sequence
@@ -42,7 +49,8 @@ from pathlib import Path
 
 import duckdb
 
-from pipeline.capabilities import disabled_intents, intents_needing, tables_for
+from pipeline.capabilities import INTENT_TABLES, available_intents, disabled_intents, intents_needing, tables_for
+from pipeline.integrity import IntegrityReport, check_integrity, write_integrity
 from pipeline.schema import ROW_ID, SCHEMA_VERSION, TABLES, Column, Table, create_table_sql
 from pipeline.source_db import SourceInfo, atomic_database, row_counts, write_source_info
 from pipeline.vocabulary import Intent, SourceKind
@@ -82,18 +90,31 @@ class Problem:
         return f"{where}: {self.message}"
 
 
+# How an option is named in a message. ``str()`` serves Python callers and the places that show it
+# as is (the Dagster UI, ``robustgym build``), so it names both; ``robustgym load`` renders its flags.
+PYTHON_SPELLING = {"allow_missing": "allow_missing=True (--allow-missing on the command line)",
+                   "strict": "strict=True (--strict on the command line)"}
+
+
 class SourceError(Exception):
-    """The input folder(s) cannot be loaded; ``problems`` lists every reason found."""
+    """The input folder(s) cannot be loaded; ``problems`` lists every reason found.
+
+    ``hint`` may name options as ``{allow_missing}`` or ``{strict}``: ``render`` spells them for the
+    caller (``str()`` names the Python keyword and the flag, ``robustgym load`` its flags only).
+    """
 
     def __init__(self, problems: Sequence[Problem], hint: str = ""):
         self.problems = tuple(problems)
         self.hint = hint
+        super().__init__(self.render(PYTHON_SPELLING))
+
+    def render(self, spelling: dict[str, str]) -> str:
         n = len(self.problems)
         lines = [f"cannot load MIMIC-IV: {n} problem{'' if n == 1 else 's'}"]
         lines += [f"  - {p}" for p in self.problems]
-        if hint:
-            lines.append(hint)
-        super().__init__("\n".join(lines))
+        if self.hint:
+            lines.append(self.hint.format(**spelling))
+        return "\n".join(lines)
 
 
 @dataclass(frozen=True)
@@ -126,25 +147,112 @@ class LoadReport:
     missing_tables: tuple[str, ...]
     disabled_intents: tuple[Intent, ...]
     seconds: float
+    integrity: IntegrityReport  # the findings, as warnings (a strict load with findings raises instead)
 
 
 # ------------------------------------------------------------------ phase 1: files and headers
 
 
+@dataclass(frozen=True)
+class FoundSources:
+    files: dict[str, SourceFile]  # table -> the file that will be loaded
+    problems: list[Problem]
+    unreadable: set[str]  # tables whose file exists but cannot be read: present, not missing
+    bad_folders: bool  # a folder itself is wrong: the tables it lacks say nothing more
+
+
+IS_DIRECTORY = "is a directory, not a table file"
+
+
+def probe_path(path: Path) -> tuple[bool, str | None]:
+    """Whether a directory entry exists at ``path``, and why it cannot be read as a table file.
+
+    A directory, a broken or looping symbolic link, a file without read permission or a special file
+    exists (the user put something there) but is not a table: an error, never a "missing" table.
+    """
+    try:
+        st = os.stat(path)  # follows links
+    except FileNotFoundError:
+        if os.path.islink(path):
+            return True, f"is a broken symbolic link: its target {os.readlink(path)!r} does not exist"
+        return False, None
+    except NotADirectoryError:
+        return False, None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return True, "is a symbolic-link loop (it never reaches a file)"
+        if e.errno == errno.EACCES:
+            return True, "cannot be reached: permission denied on a folder on its path"
+        return True, f"cannot be read: {e.strerror}"
+    if stat.S_ISDIR(st.st_mode):
+        return True, IS_DIRECTORY
+    if not stat.S_ISREG(st.st_mode):
+        return True, "is not a regular file (a pipe, socket or device?)"
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as e:
+        reason = "permission denied" if e.errno == errno.EACCES else e.strerror
+        return True, f"cannot be read: {reason}"
+    return True, None
+
+
+def folder_problem(root: Path) -> str | None:
+    """Why ``root`` is not a folder to look for tables in (None when it is one)."""
+    exists, why = probe_path(root)
+    if not exists:
+        return "does not exist: expected a MIMIC-IV folder"
+    if why is None:
+        return "is a file, not a folder: expected a MIMIC-IV folder (PhysioNet's layout: hosp/ and icu/)"
+    return None if why == IS_DIRECTORY else why
+
+
 def find_sources(dirs: Sequence[Path]) -> tuple[dict[str, SourceFile], list[Problem]]:
     """Each table's file (later folders overlay earlier ones), and problems with the folders."""
+    found = locate_sources(dirs)
+    return found.files, found.problems
+
+
+def locate_sources(dirs: Sequence[Path]) -> FoundSources:
+    """``find_sources`` with what the loader needs besides: unreadable tables, wrong folders."""
     files: dict[str, SourceFile] = {}
     problems: list[Problem] = []
+    unreadable: set[str] = set()
+    bad_folders = False
     if not dirs:
         problems.append(Problem("(no folder)", None, None, "no MIMIC-IV folder was given"))
+        bad_folders = True
     for root in (Path(d) for d in dirs):
-        if not root.is_dir():
-            problems.append(Problem(str(root), None, None, "is not a folder"))
+        why = folder_problem(root)
+        if why is not None:
+            problems.append(Problem(str(root), None, None, why))
+            bad_folders = True
             continue
         found = 0
+        for module in sorted({t.module for t in TABLES}):
+            try:
+                os.listdir(root / module)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError as e:
+                problems.append(Problem(str(root / module), None, None, f"cannot be read: {e.strerror}"))
+                unreadable |= {t.name for t in TABLES if t.module == module}
+                found += 1
         for t in TABLES:
-            candidates = [root / t.module / f"{t.name}{s}" for s in SUFFIXES]
-            candidates = [p for p in candidates if p.is_file()]
+            if t.name in unreadable:
+                continue
+            candidates = []
+            for path in (root / t.module / f"{t.name}{s}" for s in SUFFIXES):
+                exists, why = probe_path(path)
+                if why is not None:
+                    problems.append(Problem(str(path), None, None, why))
+                    unreadable.add(t.name)
+                elif exists:
+                    candidates.append(path)
+            if t.name in unreadable:
+                found += 1
+                files.pop(t.name, None)  # an error anyway; and never "missing"
+                continue
             if not candidates:
                 continue
             found += 1
@@ -157,7 +265,8 @@ def find_sources(dirs: Sequence[Path]) -> tuple[dict[str, SourceFile], list[Prob
             problems.append(Problem(str(root), None, None,
                                     "holds no MIMIC-IV table file: expected PhysioNet's layout, "
                                     "hosp/<table>.csv.gz and icu/<table>.csv.gz"))
-    return files, problems
+            bad_folders = True
+    return FoundSources(files, problems, unreadable, bad_folders)
 
 
 def read_header(src: SourceFile) -> tuple[list[str] | None, list[Problem]]:
@@ -246,6 +355,16 @@ def missing_table_problems(missing: Sequence[str], dirs: Sequence[Path], allow_m
                                 f"table {t.name} is missing (no {t.module}/{t.name}.csv.gz or .csv "
                                 f"in {looked}); {why}"))
     return problems
+
+
+def no_intent_problem(present: Iterable[str], dirs: Sequence[Path]) -> Problem | None:
+    """With missing tables allowed, a load that could serve no intent is still useless: an error."""
+    present = set(present)
+    if available_intents(present):
+        return None
+    lacks = "; ".join(f"{i} lacks {', '.join(sorted(INTENT_TABLES[i] - present))}" for i in Intent)
+    return Problem(", ".join(str(d) for d in dirs), None, None,
+                   f"with the missing tables allowed, no question intent could be built ({lacks})")
 
 
 # ------------------------------------------------------------------ phase 2: load
@@ -451,13 +570,16 @@ def fingerprint_of(digests: dict[str, FileDigest]) -> tuple[str, dict]:
 def load_mimic(dirs: Sequence[Path], db_path: Path, *, allow_missing: bool = False,
                intents: Iterable[Intent | str] | None = None,
                progress: Callable[[str], None] | None = None,
-               threads: int | None = None) -> LoadReport:
+               threads: int | None = None, strict: bool = False) -> LoadReport:
     """Load PhysioNet-layout folder(s) into the DuckDB file ``db_path``; raise ``SourceError`` with
     every problem found if the input is not sound (the file at ``db_path`` is then untouched).
 
     ``allow_missing`` builds without absent tables and records them, and the intents they disable,
-    in the source metadata; ``intents`` names intents that must stay available even then (a missing
-    table one of them needs is still an error). ``threads`` caps DuckDB's worker threads.
+    in the source metadata (a load that leaves no intent buildable is still an error); ``intents``
+    names intents that must stay available even then (a missing table one of them needs is still an
+    error). ``threads`` caps DuckDB's worker threads. Repeated natural keys and references naming no
+    row (``pipeline.integrity``) are warnings, logged and stored under ``integrity`` in the source
+    metadata; ``strict`` makes them errors.
     """
     started = time.perf_counter()
     dirs = [Path(d) for d in dirs]
@@ -469,7 +591,8 @@ def load_mimic(dirs: Sequence[Path], db_path: Path, *, allow_missing: bool = Fal
         if progress:
             progress(message)
 
-    files, problems = find_sources(dirs)
+    found_sources = locate_sources(dirs)
+    files, problems = found_sources.files, list(found_sources.problems)
     layouts: dict[str, list[Column]] = {}
     for name, src in files.items():
         header, found = read_header(src)
@@ -477,15 +600,21 @@ def load_mimic(dirs: Sequence[Path], db_path: Path, *, allow_missing: bool = Fal
             layouts[name], mapping_problems = map_header(src, header)
             found += mapping_problems
         problems += found
-    missing = tuple(t.name for t in TABLES if t.name not in files)
-    missing_problems = missing_table_problems(missing, dirs, allow_missing, wanted)
-    problems += missing_problems
+    missing = tuple(t.name for t in TABLES if t.name not in files and t.name not in found_sources.unreadable)
     disabled = disabled_intents(missing)
+    missing_problems = []
+    # A wrong folder explains every table it lacks: one message for it, not one per table.
+    if not found_sources.bad_folders:
+        missing_problems = missing_table_problems(missing, dirs, allow_missing, wanted)
+        if allow_missing and not missing_problems:
+            useless = no_intent_problem(set(files) | found_sources.unreadable, dirs)
+            missing_problems += [useless] if useless else []
+    problems += missing_problems
     if problems:
         hint = ""
         if missing_problems and not allow_missing:
-            hint = ("To build without the missing tables, pass allow_missing=True (robustgym load "
-                    f"--allow-missing); that disables the intents: {', '.join(disabled) or 'none'}.")
+            hint = ("To build without the missing tables, pass {allow_missing}; that disables the intents: "
+                    f"{', '.join(disabled) or 'none'}.")
         raise SourceError(problems, hint)
 
     ordered = [files[t.name] for t in TABLES if t.name in files]
@@ -515,15 +644,24 @@ def load_mimic(dirs: Sequence[Path], db_path: Path, *, allow_missing: bool = Fal
                         f"({rows / max(seconds, 1e-9):,.0f} rows/s)")
             if problems:
                 raise SourceError(problems)
+            say("checking natural keys and links")
+            integrity = check_integrity(con)
+            if integrity and strict:
+                raise SourceError([Problem(str(files[f.table].path), f.column, None, f.what())
+                                   for f in integrity.findings],
+                                  "The load is strict ({strict}): without it these are recorded as warnings.")
+            for finding in integrity.findings:
+                logger.warning("integrity: %s", finding.describe())
             fingerprint, details = fingerprint_of(
                 {s.relpath: digests[s.table.name].result() for s in ordered})
             details["tables_missing"] = list(missing)
             details["intents_disabled"] = [str(i) for i in disabled]
             write_source_info(con, SourceInfo(SourceKind.MIMIC_IV.value, fingerprint, details))
+            write_integrity(con, integrity)
             counts = row_counts(con)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
     seconds = time.perf_counter() - started
     say(f"loaded {len(counts)} tables, {sum(counts.values()):,} rows in {seconds:.1f} s; "
-        f"fingerprint {fingerprint}")
-    return LoadReport(db_path, fingerprint, counts, missing, disabled, seconds)
+        f"fingerprint {fingerprint}; integrity: {len(integrity.findings)} finding(s)")
+    return LoadReport(db_path, fingerprint, counts, missing, disabled, seconds, integrity)

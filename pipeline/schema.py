@@ -1,9 +1,10 @@
 """The MIMIC-IV schema, written once.
 
 Every MIMIC-IV table the project knows is declared here: its module (``hosp`` or ``icu``), its
-columns with DuckDB types, its natural key and which columns link it to ``patients``,
-``admissions`` and ``icustays``. The loader, the synthetic generator and the source data contracts
-all derive from this module, so the schema cannot drift between them.
+columns with DuckDB types, its natural key, which columns link it to ``patients``,
+``admissions`` and ``icustays``, and which other columns name rows elsewhere (item ids, ICD codes,
+orders, providers). The loader, its integrity check, the synthetic generator and the source data
+contracts all derive from this module, so the schema cannot drift between them.
 
 The column set is MIMIC-IV v2.2 (the version of the open demo). v3.x keeps the same 31 tables in
 the same two modules; known differences are recorded per table in ``v3_notes``. The loader matches
@@ -36,6 +37,26 @@ class Column:
 
 
 @dataclass(frozen=True)
+class Reference:
+    """Columns whose values name a row of another table: a foreign key MIMIC-IV does not enforce
+    (a NULL names nothing). ``pipeline.integrity`` counts the values that name no row."""
+
+    columns: tuple[str, ...]
+    table: str
+    target_columns: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"({', '.join(self.columns)}) -> {self.table}({', '.join(self.target_columns)})"
+
+
+def ref(columns: str, target: str) -> Reference:
+    """``ref("itemid", "d_items.itemid")``; several columns are comma-separated on both sides."""
+    table_name, _, target_columns = target.partition(".")
+    return Reference(tuple(c.strip() for c in columns.split(",")), table_name,
+                     tuple(c.strip() for c in target_columns.split(",")))
+
+
+@dataclass(frozen=True)
 class Table:
     name: str
     module: Module
@@ -44,6 +65,8 @@ class Table:
     key: tuple[str, ...] = ()
     # Which of our columns hold a subject_id / hadm_id / stay_id (links to patients/admissions/icustays).
     links: dict[str, str] = field(default_factory=dict)
+    # Other columns naming rows elsewhere: dictionary codes, orders, providers (``links`` are not repeated).
+    references: tuple[Reference, ...] = ()
     # Dictionary tables describe codes; they have no patient rows.
     dictionary: bool = False
     v3_notes: str = ""
@@ -55,6 +78,12 @@ class Table:
     @property
     def relpath(self) -> str:
         return f"{self.module}/{self.name}.csv.gz"
+
+    @property
+    def all_references(self) -> tuple[Reference, ...]:
+        """``links`` (other than to the table itself) followed by ``references``."""
+        own = tuple(Reference((c,), target, (c,)) for c, target in self.links.items() if target != self.name)
+        return own + self.references
 
     def column(self, name: str) -> Column:
         for c in self.columns:
@@ -83,6 +112,9 @@ def _cols(spec: str) -> tuple[Column, ...]:
 SUBJECT = {"subject_id": "patients"}
 SUBJECT_HADM = {"subject_id": "patients", "hadm_id": "admissions"}
 SUBJECT_HADM_STAY = {"subject_id": "patients", "hadm_id": "admissions", "stay_id": "icustays"}
+
+# ICU event tables name an item of d_items and the caregiver who charted it.
+ICU_EVENT_REFERENCES = (ref("itemid", "d_items.itemid"), ref("caregiver_id", "caregiver.caregiver_id"))
 
 H, I = Module.HOSP, Module.ICU
 
@@ -113,7 +145,8 @@ TABLES: tuple[Table, ...] = (
         edregtime TIMESTAMP
         edouttime TIMESTAMP
         hospital_expire_flag SMALLINT
-    """), key=("hadm_id",), links=SUBJECT_HADM),
+    """), key=("hadm_id",), links=SUBJECT_HADM,
+        references=(ref("admit_provider_id", "provider.provider_id"),)),
     Table("transfers", H, _cols("""
         subject_id INTEGER NOT NULL
         hadm_id INTEGER
@@ -161,7 +194,8 @@ TABLES: tuple[Table, ...] = (
         seq_num INTEGER NOT NULL
         icd_code VARCHAR
         icd_version SMALLINT
-    """), key=("hadm_id", "seq_num"), links=SUBJECT_HADM),
+    """), key=("hadm_id", "seq_num"), links=SUBJECT_HADM,
+        references=(ref("icd_code, icd_version", "d_icd_diagnoses.icd_code, icd_version"),)),
     Table("procedures_icd", H, _cols("""
         subject_id INTEGER NOT NULL
         hadm_id INTEGER NOT NULL
@@ -169,7 +203,8 @@ TABLES: tuple[Table, ...] = (
         chartdate DATE NOT NULL
         icd_code VARCHAR
         icd_version SMALLINT
-    """), key=("hadm_id", "seq_num"), links=SUBJECT_HADM),
+    """), key=("hadm_id", "seq_num"), links=SUBJECT_HADM,
+        references=(ref("icd_code, icd_version", "d_icd_procedures.icd_code, icd_version"),)),
     Table("drgcodes", H, _cols("""
         subject_id INTEGER NOT NULL
         hadm_id INTEGER NOT NULL
@@ -186,7 +221,7 @@ TABLES: tuple[Table, ...] = (
         hcpcs_cd VARCHAR NOT NULL
         seq_num INTEGER NOT NULL
         short_description VARCHAR
-    """), key=("hadm_id", "seq_num"), links=SUBJECT_HADM),
+    """), key=("hadm_id", "seq_num"), links=SUBJECT_HADM, references=(ref("hcpcs_cd", "d_hcpcs.code"),)),
     Table("labevents", H, _cols("""
         labevent_id INTEGER NOT NULL
         subject_id INTEGER NOT NULL
@@ -204,7 +239,8 @@ TABLES: tuple[Table, ...] = (
         flag VARCHAR
         priority VARCHAR
         comments VARCHAR
-    """), key=("labevent_id",), links=SUBJECT_HADM),
+    """), key=("labevent_id",), links=SUBJECT_HADM,
+        references=(ref("itemid", "d_labitems.itemid"), ref("order_provider_id", "provider.provider_id"))),
     Table("microbiologyevents", H, _cols("""
         microevent_id INTEGER NOT NULL
         subject_id INTEGER NOT NULL
@@ -231,7 +267,8 @@ TABLES: tuple[Table, ...] = (
         dilution_value DOUBLE
         interpretation VARCHAR
         comments VARCHAR
-    """), key=("microevent_id",), links=SUBJECT_HADM),
+    """), key=("microevent_id",), links=SUBJECT_HADM,
+        references=(ref("order_provider_id", "provider.provider_id"),)),
     Table("omr", H, _cols("""
         subject_id INTEGER NOT NULL
         chartdate DATE NOT NULL
@@ -267,7 +304,7 @@ TABLES: tuple[Table, ...] = (
         expirationdate TIMESTAMP
         dispensation VARCHAR
         fill_quantity VARCHAR
-    """), key=("pharmacy_id",), links=SUBJECT_HADM),
+    """), key=("pharmacy_id",), links=SUBJECT_HADM, references=(ref("poe_id", "poe.poe_id"),)),
     Table("prescriptions", H, _cols("""
         subject_id INTEGER NOT NULL
         hadm_id INTEGER NOT NULL
@@ -290,7 +327,9 @@ TABLES: tuple[Table, ...] = (
         form_unit_disp VARCHAR
         doses_per_24_hrs REAL
         route VARCHAR
-    """), key=("pharmacy_id", "drug"), links=SUBJECT_HADM),
+    """), key=("pharmacy_id", "drug"), links=SUBJECT_HADM,
+        references=(ref("pharmacy_id", "pharmacy.pharmacy_id"), ref("poe_id", "poe.poe_id"),
+                    ref("order_provider_id", "provider.provider_id"))),
     Table("emar", H, _cols("""
         subject_id INTEGER NOT NULL
         hadm_id INTEGER
@@ -304,7 +343,9 @@ TABLES: tuple[Table, ...] = (
         event_txt VARCHAR
         scheduletime TIMESTAMP
         storetime TIMESTAMP NOT NULL
-    """), key=("emar_id",), links=SUBJECT_HADM),
+    """), key=("emar_id",), links=SUBJECT_HADM,
+        references=(ref("poe_id", "poe.poe_id"), ref("pharmacy_id", "pharmacy.pharmacy_id"),
+                    ref("enter_provider_id", "provider.provider_id"))),
     Table("emar_detail", H, _cols("""
         subject_id INTEGER NOT NULL
         emar_id VARCHAR NOT NULL
@@ -339,7 +380,8 @@ TABLES: tuple[Table, ...] = (
         side VARCHAR
         site VARCHAR
         non_formulary_visual_verification VARCHAR
-    """), key=("emar_id", "parent_field_ordinal"), links=SUBJECT),
+    """), key=("emar_id", "parent_field_ordinal"), links=SUBJECT,
+        references=(ref("emar_id", "emar.emar_id"), ref("pharmacy_id", "pharmacy.pharmacy_id"))),
     Table("poe", H, _cols("""
         poe_id VARCHAR NOT NULL
         poe_seq INTEGER NOT NULL
@@ -353,14 +395,15 @@ TABLES: tuple[Table, ...] = (
         discontinued_by_poe_id VARCHAR
         order_provider_id VARCHAR
         order_status VARCHAR
-    """), key=("poe_id",), links=SUBJECT_HADM),
+    """), key=("poe_id",), links=SUBJECT_HADM,
+        references=(ref("order_provider_id", "provider.provider_id"),)),
     Table("poe_detail", H, _cols("""
         poe_id VARCHAR NOT NULL
         poe_seq INTEGER NOT NULL
         subject_id INTEGER NOT NULL
         field_name VARCHAR NOT NULL
         field_value VARCHAR
-    """), key=("poe_id", "field_name"), links=SUBJECT),
+    """), key=("poe_id", "field_name"), links=SUBJECT, references=(ref("poe_id", "poe.poe_id"),)),
     # ---------------------------------------------------------------- icu
     Table("caregiver", I, _cols("""
         caregiver_id INTEGER NOT NULL
@@ -398,7 +441,7 @@ TABLES: tuple[Table, ...] = (
         valuenum DOUBLE
         valueuom VARCHAR
         warning SMALLINT
-    """), key=("stay_id", "charttime", "itemid"), links=SUBJECT_HADM_STAY),
+    """), key=("stay_id", "charttime", "itemid"), links=SUBJECT_HADM_STAY, references=ICU_EVENT_REFERENCES),
     Table("datetimeevents", I, _cols("""
         subject_id INTEGER NOT NULL
         hadm_id INTEGER NOT NULL
@@ -410,7 +453,7 @@ TABLES: tuple[Table, ...] = (
         value TIMESTAMP NOT NULL
         valueuom VARCHAR
         warning SMALLINT
-    """), key=("stay_id", "charttime", "itemid"), links=SUBJECT_HADM_STAY),
+    """), key=("stay_id", "charttime", "itemid"), links=SUBJECT_HADM_STAY, references=ICU_EVENT_REFERENCES),
     Table("inputevents", I, _cols("""
         subject_id INTEGER NOT NULL
         hadm_id INTEGER NOT NULL
@@ -438,7 +481,7 @@ TABLES: tuple[Table, ...] = (
         statusdescription VARCHAR
         originalamount DOUBLE
         originalrate DOUBLE
-    """), key=("orderid", "itemid"), links=SUBJECT_HADM_STAY),
+    """), key=("orderid", "itemid"), links=SUBJECT_HADM_STAY, references=ICU_EVENT_REFERENCES),
     Table("ingredientevents", I, _cols("""
         subject_id INTEGER NOT NULL
         hadm_id INTEGER NOT NULL
@@ -457,7 +500,7 @@ TABLES: tuple[Table, ...] = (
         statusdescription VARCHAR
         originalamount DOUBLE
         originalrate DOUBLE
-    """), key=("orderid", "itemid"), links=SUBJECT_HADM_STAY),
+    """), key=("orderid", "itemid"), links=SUBJECT_HADM_STAY, references=ICU_EVENT_REFERENCES),
     Table("outputevents", I, _cols("""
         subject_id INTEGER NOT NULL
         hadm_id INTEGER NOT NULL
@@ -468,7 +511,7 @@ TABLES: tuple[Table, ...] = (
         itemid INTEGER NOT NULL
         value DOUBLE NOT NULL
         valueuom VARCHAR
-    """), key=("stay_id", "charttime", "itemid"), links=SUBJECT_HADM_STAY),
+    """), key=("stay_id", "charttime", "itemid"), links=SUBJECT_HADM_STAY, references=ICU_EVENT_REFERENCES),
     Table("procedureevents", I, _cols("""
         subject_id INTEGER NOT NULL
         hadm_id INTEGER NOT NULL
@@ -492,7 +535,7 @@ TABLES: tuple[Table, ...] = (
         statusdescription VARCHAR
         originalamount DOUBLE @ORIGINALAMOUNT
         originalrate DOUBLE @ORIGINALRATE
-    """), key=("orderid",), links=SUBJECT_HADM_STAY,
+    """), key=("orderid",), links=SUBJECT_HADM_STAY, references=ICU_EVENT_REFERENCES,
         v3_notes="v3.x header spells originalamount/originalrate in lower case."),
 )
 

@@ -4,6 +4,11 @@ The layout is the contract in docs/architecture.md ("Release layout"). Reading c
 manifest promises (each listed file's sha256 and row count), that every task's split matches its
 file and its ``base_fingerprint`` matches the base database, and that task ids are unique. Every
 problem found is reported at once, each naming the file or the task.
+
+The base database is identified by content (``base_database_digest``, see
+``pipeline.source_db.content_digest``): DuckDB files of identical builds differ in bytes. A shipped
+file whose sha256 matches the manifest is the published one; any other file (one passed as
+``base_database``, or a byte-different copy from a reproduction) must match the content digest.
 """
 
 import hashlib
@@ -15,7 +20,7 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 
-from pipeline.source_db import read_source_info
+from pipeline.source_db import content_problem, read_source_info
 from pipeline.task_model import Task, tasks_from_arrow
 from pipeline.vocabulary import Split
 
@@ -87,7 +92,14 @@ def load_release(path: Path | str, *, base_database: Path | str | None = None, v
 
     base = _base_path(root, manifest, base_database, problems)
     if verify:
-        problems += _verify_files(root, manifest.get("files") or {})
+        files = dict(manifest.get("files") or {})
+        shipped = manifest.get("base_database")
+        digest = manifest.get("base_database_digest")
+        if digest and shipped in files:
+            files.pop(shipped)  # checked by content below: a byte-different copy may be the same database
+        problems += _verify_files(root, files)
+        if digest and base is not None:
+            problems += _verify_base(root, base, shipped, (manifest.get("files") or {}).get(shipped), digest)
     splits: dict[Split, tuple[Task, ...]] = {}
     for split in Split:
         file = root / TASKS_DIR / f"{split.value}.parquet"
@@ -174,6 +186,15 @@ def _verify_files(root: Path, files: dict) -> list[str]:
         if rows is not None and rel.endswith(".parquet") and pq.ParquetFile(file).metadata.num_rows != rows:
             problems.append(f"{rel}: {pq.ParquetFile(file).metadata.num_rows} rows, the manifest says {rows}")
     return problems
+
+
+def _verify_base(root: Path, base: Path, shipped: str | None, listed: dict | None, digest: dict) -> list[str]:
+    """The base database is the release's: the published file itself (its sha256), or a file with
+    the same content digest."""
+    if shipped and listed and base == (root / shipped).resolve() and _sha256(base) == listed.get("sha256"):
+        return []
+    problem = content_problem(base, digest)
+    return [f"base database {problem}"] if problem else []
 
 
 def _sha256(file: Path) -> str:

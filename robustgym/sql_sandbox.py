@@ -1,96 +1,102 @@
-"""The SQL tool's sandbox: one locked DuckDB instance per release, one connection per episode.
+"""The SQL tool's sandbox: one locked DuckDB instance per release, in a worker process; one
+connection per episode.
 
 Why this shape (the full argument is in docs/architecture.md, "Environment and sandbox"):
 
-- **Isolation in O(patch).** A ``Database`` is an in-memory DuckDB instance with the release's base
-  file ATTACHed read-only under a private catalog name. Its ``main`` schema holds one view per
-  MIMIC-IV table (``SELECT * EXCLUDE (row_id)`` from the base), made once. An episode is a new
-  connection (``cursor()``) on that instance: its connection-local ``temp`` schema receives one view
-  per table the task's patch touches (``pipeline.patching.patched_select``), which shadows the shared
-  view for unqualified names. A reset therefore costs one view per patched table; nothing is copied,
-  and closing the connection drops the episode's views, so no episode sees another's state.
-- **No route to the unpatched rows.** The base catalog is attached, so a qualified name could reach
-  it; DuckDB has no per-catalog privileges. Every statement is therefore parsed by DuckDB's own
-  parser (``extract_statements`` then ``json_serialize_sql``) before it runs, and the syntax tree is
-  checked against an allowlist: exactly one SELECT; every table reference unqualified and either a
-  MIMIC-IV table of the release or a CTE in scope whose name shadows no catalog object; no table
-  function except ``range``/``generate_series``/``unnest``; no function qualified by a catalog or
-  schema and none from a short denylist of introspection functions. What the parser cannot
-  serialise (PIVOT, EXPLAIN, any non-SELECT) is refused: the check fails closed.
-- **No files, extensions, settings or network.** Before any episode exists the instance is locked:
-  ``enable_external_access = false`` (no file reads or writes, ATTACH, COPY, INSTALL/LOAD, HTTP),
-  ``python_enable_replacements = false`` (no scans of Python variables), no spilling to a temp
-  directory, ``memory_limit`` and ``threads`` set, then ``lock_configuration = true``. These hold
-  even if a statement got past the syntax check.
-- **Bounded calls.** A timer interrupts a statement after the time limit; results are streamed and
-  more than ``max_rows`` rows is an error, so a runaway result is never materialised.
+- **Isolation in O(patch).** The worker's in-memory DuckDB instance has the release's base file
+  ATTACHed read-only under a private catalog name; its ``main`` schema holds one view per MIMIC-IV
+  table (``SELECT * EXCLUDE (row_id)`` from the base), made once. An episode is a new connection
+  (``cursor()``) on that instance: its connection-local ``temp`` schema receives one view per table
+  the task's patch touches (``pipeline.patching.patched_select``, computed here), which shadows the
+  shared view for unqualified names. A reset therefore costs one view per patched table and one
+  round trip to the worker; nothing is copied, and no episode sees another's state.
+- **No route to the unpatched rows.** Every statement is parsed by DuckDB's own parser before it
+  runs and its syntax tree checked against an allowlist (``robustgym.sql_worker.StatementGate``);
+  what the parser cannot serialise is refused: the check fails closed.
+- **No files, extensions, settings or network.** The instance is locked before any episode exists
+  (``enable_external_access = false``, no replacement scans, no spilling, ``lock_configuration``).
+- **Hard limits.** DuckDB's ``memory_limit`` and ``interrupt()`` bound scans and joins, but not a
+  single huge value built inside one function call (``repeat``, ``lpad``, ``string_agg``, a list from
+  ``range``, a regex over a huge string). The worker therefore runs with ``RLIMIT_DATA`` at twice the
+  memory limit minus its code (an allocation past it fails, and DuckDB reports it as out of memory),
+  and a statement still running at 1.5 times its time limit is stopped by killing the worker, which
+  is restarted with the open episodes' views on the next call. Results over ``max_rows`` rows or
+  ``max_result_bytes`` bytes are refused inside the worker.
 - **Why ``row_id`` is hidden.** It is the row's position in its source file: a gap would reveal a
   hidden row and a negative id an added one, so the noise would be detectable without reasoning.
 """
 
+import io
 import json
+import os
+import pickle
+import re
+import signal
+import subprocess
+import sys
+import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
 from pipeline.patching import patched_select
-from pipeline.schema import ROW_ID, TABLES_BY_NAME, table
+from pipeline.schema import TABLES_BY_NAME, table
 from pipeline.task_model import Patch
+from robustgym.sql_worker import (  # noqa: F401 - the public names of the tool's errors and the check
+    ALLOWED_TABLE_FUNCTIONS,
+    BASE_CATALOG,
+    DENIED_FUNCTIONS,
+    ERRORS,
+    QueryFailed,
+    QueryResourceLimit,
+    QueryTimeout,
+    RowLimitExceeded,
+    SandboxViolation,
+    SqlToolError,
+    StatementGate,
+)
 
-BASE_CATALOG = "rg_base"
+# A statement that ignores DuckDB's interrupt is stopped by killing the worker at this multiple of
+# its time limit (the issue's bound is twice the limit; the rest is margin for the kill).
+HARD_STOP_FACTOR = 1.5
+# Requests that run no agent statement (opening an episode's views) get this long before the worker
+# is presumed stuck.
+_HOUSEKEEPING_S = 60.0
+# What the worker's own code and libraries take besides DuckDB's data (RssFile ~65 MB measured).
+_CODE_RESERVE = 96 << 20
+_MIN_DATA_LIMIT = 256 << 20
+_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+          "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}
 
-# Table functions that only generate values: they read no catalog object and no file.
-ALLOWED_TABLE_FUNCTIONS = frozenset({"range", "generate_series", "unnest"})
-# Scalar functions that describe the instance (catalog names, settings, variables). They reach no
-# rows, but the agent has no use for them and they would tell it how the sandbox is built.
-DENIED_FUNCTIONS = frozenset({"current_setting", "current_database", "current_catalog", "current_schema",
-                              "current_schemas", "getvariable", "getenv", "json_execute_serialized_sql"})
-DENIED_FUNCTION_PREFIXES = ("duckdb_", "pragma_", "read_", "parquet_", "sniff_")
-# Table references that carry no name of their own; their children are checked like any other node.
-_STRUCTURAL_REFS = frozenset({"JOIN", "SUBQUERY", "EXPRESSION_LIST", "EMPTY"})
-_SHOW_TYPES = frozenset({"DESCRIBE", "SUMMARY"})
+
+def memory_bytes(text: str) -> int:
+    """``'1GB'`` -> 1_000_000_000 (DuckDB's reading: GB = 1000^3, GiB = 1024^3)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?i?B)\s*", text, re.IGNORECASE)
+    if not m:
+        raise ValueError(f"memory limit {text!r} must be a size like '1GB' or '512MiB'")
+    return int(float(m[1]) * _UNITS[m[2].upper()])
 
 
 @dataclass(frozen=True)
 class SqlLimits:
     timeout_s: float = 5.0
     max_rows: int = 1000
-    memory_limit: str = "1GB"  # the instance's limit; every statement runs under it
+    memory_limit: str = "1GB"  # DuckDB's limit; the worker process is held under twice this
     threads: int = 1
+    max_result_bytes: int = 16 << 20  # what a result may weigh when handed to the agent's process
+    max_sql_chars: int = 100_000
 
+    def __post_init__(self) -> None:
+        memory_bytes(self.memory_limit)  # refuse a malformed size here, not in the worker
 
-class SqlToolError(Exception):
-    """Base of what the SQL tool raises; ``kind`` names the error for the agent and the logs."""
-
-    kind = "sql_error"
-
-
-class SandboxViolation(SqlToolError):
-    """The statement was refused before it ran; ``problems`` lists every reason found."""
-
-    kind = "sandbox_violation"
-
-    def __init__(self, problems: list[str]):
-        self.problems = problems
-        super().__init__("statement refused by the sandbox: " + "; ".join(problems))
-
-
-class QueryTimeout(SqlToolError):
-    kind = "timeout"
-
-
-class RowLimitExceeded(SqlToolError):
-    kind = "row_limit"
-
-
-class QueryFailed(SqlToolError):
-    """DuckDB raised while parsing or running an allowed statement (syntax, binder, out of memory)."""
-
-    kind = "sql_error"
+    @property
+    def process_data_limit(self) -> int:
+        """``RLIMIT_DATA`` of the worker: its resident size stays under twice ``memory_limit``.
+        Tiny limits get a floor, the worker's own footprint (~100 MB) being above them."""
+        return max(2 * memory_bytes(self.memory_limit) - _CODE_RESERVE, _MIN_DATA_LIMIT)
 
 
 @dataclass(frozen=True)
@@ -100,213 +106,235 @@ class QueryResult:
     elapsed_ms: float
 
 
-# ---------------------------------------------------------------- the statement check
+class _ResultUnpickler(pickle.Unpickler):
+    """Results come from the process that ran the agent's SQL: only plain value types may be built."""
+
+    _ALLOWED = {("datetime", n) for n in ("datetime", "date", "time", "timedelta", "timezone")} | {
+        ("decimal", "Decimal"), ("uuid", "UUID")}
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in self._ALLOWED:
+            raise pickle.UnpicklingError(f"the SQL worker sent a {module}.{name}")
+        return super().find_class(module, name)
 
 
-@dataclass
-class StatementGate:
-    """Decides from DuckDB's syntax tree whether a statement may run. Fails closed."""
+# The worker is started as `python -I -c BOOT <sys.path> <fds> <config>`: isolated mode (no
+# PYTHON* variables, no user site), with this process's import path so robustgym is found.
+_BOOT = "import json, sys; sys.path[:0] = json.loads(sys.argv[1]); " \
+        "from robustgym.sql_worker import main; main(sys.argv[2:])"
 
-    tables: frozenset[str]  # lower-case names the agent may read
-    reserved: frozenset[str]  # lower-case names of every other relation the catalog resolves
-    problems: list[str] = field(default_factory=list)
 
-    def check(self, con: duckdb.DuckDBPyConnection, sql: str) -> None:
+class _Worker:
+    """One worker process and its two pipes."""
+
+    def __init__(self, base_path: Path, limits: SqlLimits):
+        req_r, req_w = os.pipe()
+        resp_r, resp_w = os.pipe()
+        config = {"base_path": str(base_path), "tables": sorted(TABLES_BY_NAME), "memory_limit": limits.memory_limit,
+                  "threads": limits.threads, "timeout_s": limits.timeout_s, "max_rows": limits.max_rows,
+                  "max_result_bytes": limits.max_result_bytes, "data_limit_bytes": limits.process_data_limit}
+        self.stderr = tempfile.TemporaryFile()
         try:
-            statements = con.extract_statements(sql)
-        except duckdb.Error as exc:
-            raise QueryFailed(str(exc).strip()) from None
-        if len(statements) != 1:
-            raise SandboxViolation([f"exactly one statement per call, got {len(statements)}"])
-        kind = statements[0].type
-        if kind != duckdb.StatementType.SELECT:
-            raise SandboxViolation([f"only SELECT statements are allowed, got {kind.name}"])
-        tree = json.loads(con.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()[0])
-        if tree.get("error"):
-            raise SandboxViolation([f"statement not supported by the sandbox ({tree.get('error_message', '')})"])
-        if len(tree["statements"]) != 1:
-            raise SandboxViolation(["exactly one statement per call"])
-        self.problems = []
-        self._walk(tree["statements"][0]["node"], frozenset())
-        if self.problems:
-            raise SandboxViolation(sorted(set(self.problems)))
+            self.process = subprocess.Popen(
+                [sys.executable, "-I", "-c", _BOOT, json.dumps(sys.path), str(req_r), str(resp_w), json.dumps(config)],
+                pass_fds=(req_r, resp_w), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.stderr,
+                start_new_session=True)  # Ctrl-C reaches the parent, which stops the worker itself
+        except BaseException:
+            os.close(req_w)
+            os.close(resp_r)
+            raise
+        finally:
+            os.close(req_r)
+            os.close(resp_w)
+        self.requests = Connection(req_w, readable=False)
+        self.responses = Connection(resp_r, writable=False)
+        self.peak_rss = 0
 
-    def _walk(self, node: Any, ctes: frozenset[str]) -> None:
-        if isinstance(node, list):
-            for item in node:
-                self._walk(item, ctes)
-            return
-        if not isinstance(node, dict):
-            return
-        cte_map = node.get("cte_map")
-        if isinstance(cte_map, dict) and cte_map.get("map"):
-            names = {entry["key"].lower() for entry in cte_map["map"]}
-            shadowing = names & self.reserved
-            if shadowing:
-                self.problems.append(f"a CTE may not be named like a system relation: {sorted(shadowing)}")
-            ctes = ctes | (names - self.reserved)
-        if "class" in node:
-            self._expression(node)
-        elif "sample" in node and "type" in node and "modifiers" not in node:  # query nodes have modifiers
-            self._table_ref(node, ctes)
-        for key, value in node.items():
-            if isinstance(value, (dict, list)):
-                self._walk(value, ctes)
+    def send(self, message: tuple) -> None:
+        self.requests.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
 
-    def _table_ref(self, node: dict, ctes: frozenset[str]) -> None:
-        ref = node["type"]
-        if ref == "BASE_TABLE":
-            name = node.get("table_name", "")
-            path = (node.get("qualified_name") or {}).get("path") or [name]
-            if node.get("catalog_name") or node.get("schema_name") or len(path) != 1:
-                self.problems.append(f"qualified table names are not allowed: {'.'.join(path)}")
-            elif node.get("at_clause"):
-                self.problems.append(f"time travel (AT ...) is not allowed: {name}")
-            elif name.lower() not in self.tables and name.lower() not in ctes:
-                self.problems.append(f"unknown table {name!r}; the tables are the MIMIC-IV tables listed "
-                                     f"in the task")
-        elif ref == "TABLE_FUNCTION":
-            function = node.get("function") or {}
-            name = str(function.get("function_name", "")).lower()
-            if name not in ALLOWED_TABLE_FUNCTIONS or function.get("catalog") or function.get("schema"):
-                self.problems.append(f"table function {name}() is not allowed "
-                                     f"(allowed: {', '.join(sorted(ALLOWED_TABLE_FUNCTIONS))})")
-        elif ref == "SHOW_REF":
-            if node.get("show_type") not in _SHOW_TYPES or node.get("table_name") or not node.get("query"):
-                self.problems.append("SHOW is not allowed; DESCRIBE or SUMMARIZE a table instead")
-        elif ref not in _STRUCTURAL_REFS:
-            self.problems.append(f"{ref} is not allowed in the sandbox")
+    def receive(self, deadline: float) -> tuple | None:
+        """The next response, or None when the deadline passed; raises EOFError if the worker died."""
+        if not self.responses.poll(max(0.0, deadline - time.monotonic())):
+            return None
+        return _ResultUnpickler(io.BytesIO(self.responses.recv_bytes())).load()
 
-    def _expression(self, node: dict) -> None:
-        if node.get("class") != "FUNCTION":
-            return
-        name = str(node.get("function_name", "")).lower()
-        if node.get("catalog") or node.get("schema"):
-            self.problems.append(f"qualified function names are not allowed: {name}")
-        elif name in DENIED_FUNCTIONS or name.startswith(DENIED_FUNCTION_PREFIXES):
-            self.problems.append(f"function {name}() is not allowed")
+    def rss_peak(self) -> int:
+        """The worker's peak resident size so far (bytes), while it runs."""
+        try:
+            with open(f"/proc/{self.process.pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        self.peak_rss = max(self.peak_rss, int(line.split()[1]) * 1024)
+        except OSError:
+            pass
+        return self.peak_rss
 
+    def stop(self) -> None:
+        """Kill and reap the worker, keeping its peak resident size as last seen in /proc.
 
-# ---------------------------------------------------------------- the instance and its episodes
+        Not ``wait4``'s ``ru_maxrss``: Linux carries the parent's resident size at fork into the
+        child's, so a large parent would make every worker look large."""
+        if self.process.returncode is None:
+            self.rss_peak()
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.process.wait()
+        for end in (self.requests, self.responses):
+            end.close()
+        self.stderr.close()
+
+    def crash_report(self) -> str:
+        self.stderr.seek(0)
+        text = self.stderr.read().decode("utf-8", "replace").strip()
+        return text.splitlines()[-1] if text else ""
 
 
 class Database:
-    """The base database of a release, locked down, from which episode connections are opened."""
+    """The base database of a release, locked down in a worker process, from which episodes open."""
 
     def __init__(self, base_path: Path, limits: SqlLimits = SqlLimits()):
         self.base_path = Path(base_path)
         if not self.base_path.is_file():
             raise FileNotFoundError(f"base database not found: {self.base_path}")
         self.limits = limits
-        self._host = duckdb.connect(":memory:", config={"threads": limits.threads})
-        try:
-            self._host.execute(f"ATTACH '{_quote(str(self.base_path.resolve()))}' AS {BASE_CATALOG} (READ_ONLY)")
-            present = {r[0] for r in self._host.execute(
-                "SELECT table_name FROM duckdb_tables() WHERE database_name = ? AND schema_name = 'main'",
-                [BASE_CATALOG]).fetchall()}
-            self.tables = tuple(sorted(t for t in present if t in TABLES_BY_NAME))
-            if not self.tables:
-                raise ValueError(f"{self.base_path} holds no MIMIC-IV table")
-            for name in self.tables:
-                self._host.execute(f'CREATE VIEW main."{name}" AS '
-                                   f'SELECT * EXCLUDE ({ROW_ID}) FROM {BASE_CATALOG}.main."{name}"')
-            reserved = {r[0].lower() for r in self._host.execute(
-                "SELECT view_name FROM duckdb_views() UNION SELECT table_name FROM duckdb_tables()").fetchall()}
-            self._gate_tables = frozenset(self.tables)
-            self._reserved = frozenset(reserved - self._gate_tables)
-            self._lock()
-        except BaseException:
-            self._host.close()
-            raise
+        self._lock = threading.RLock()
+        self._episodes: dict[int, tuple[tuple[str, str], ...]] = {}  # open episodes' views, remade on restart
+        self._next_episode = 0
+        self._worker: _Worker | None = None
+        self._peak_rss = 0
+        self.restarts = 0
+        self.tables, self._columns = self._start()
 
-    def _lock(self) -> None:
-        # The order matters: each SET must come before the setting that forbids it.
-        for statement in (
-            "SET temp_directory = ''",  # no spilling to disk: the memory limit is the limit
-            f"SET memory_limit = '{_quote(self.limits.memory_limit)}'",
-            "SET python_enable_replacements = false",
-            "SET autoload_known_extensions = false",
-            "SET autoinstall_known_extensions = false",
-            "SET enable_external_access = false",
-            "SET lock_configuration = true",
-        ):
-            self._host.execute(statement)
+    # ------------------------------------------------------------ the worker's lifecycle
+
+    def _start(self) -> tuple[tuple[str, ...], dict]:
+        worker = _Worker(self.base_path, self.limits)
+        try:
+            reply = worker.receive(time.monotonic() + _HOUSEKEEPING_S)
+        except EOFError:
+            reply = ("error", "QueryFailed", f"the SQL worker did not start: {worker.crash_report()}", None)
+        if reply is None or reply[0] != "ok":
+            worker.stop()
+            if reply is None:
+                raise RuntimeError(f"the SQL worker did not start within {_HOUSEKEEPING_S:g} s")
+            _, name, message, _ = reply
+            raise (ValueError if name == "ValueError" else RuntimeError)(message)
+        self._worker = worker
+        tables, columns = reply[1]
+        for episode, views in self._episodes.items():  # after a hard stop: the open episodes' state again
+            self._call(("open", episode, views), _HOUSEKEEPING_S)
+        return tuple(tables), columns
+
+    def _stop_worker(self) -> None:
+        if self._worker is not None:
+            self._worker.stop()
+            self._peak_rss = max(self._peak_rss, self._worker.peak_rss)
+            self._worker = None
+
+    def _call(self, message: tuple, seconds: float) -> Any:
+        """Send one request and wait for its answer; stop the worker when it takes too long."""
+        with self._lock:
+            if self._worker is None:
+                self.restarts += 1
+                self._start()
+            worker = self._worker
+            deadline = time.monotonic() + seconds
+            try:
+                worker.send(message)
+                reply = worker.receive(deadline)
+            except pickle.UnpicklingError as exc:  # the worker is fine; its answer held a value we refuse
+                raise QueryFailed(f"the result holds a value the sandbox does not return ({exc})") from None
+            except (EOFError, OSError) as exc:
+                crash = worker.crash_report()
+                self._stop_worker()
+                how = f"signal {-worker.process.returncode}" if (worker.process.returncode or 0) < 0 else \
+                    f"{type(exc).__name__} {exc}".strip()
+                raise QueryFailed(f"the SQL engine stopped while answering ({how}{'; ' + crash if crash else ''}); "
+                                  "the next call restarts it") from None
+            if reply is None:
+                self._stop_worker()
+                raise QueryTimeout(f"the query ran longer than {self.limits.timeout_s:g} s and did not stop when "
+                                   "interrupted, so the SQL engine was stopped (the next call restarts it with the "
+                                   "episode's data); filter earlier or aggregate")
+        if reply[0] == "ok":
+            return reply[1]
+        _, name, text, problems = reply
+        error = ERRORS.get(name, QueryFailed)
+        if error is SandboxViolation:
+            raise SandboxViolation(list(problems or [text]))
+        raise error(text)
+
+    # ------------------------------------------------------------ episodes
 
     def open_episode(self, patch: Patch) -> "EpisodeDatabase":
         unknown = sorted(patch.tables - set(self.tables))
         if unknown:
             raise ValueError(f"the patch touches tables the base database does not have: {unknown}")
-        con = self._host.cursor()
-        try:
-            for name in sorted(patch.tables):
-                source = patched_select(table(name), patch, f'{BASE_CATALOG}.main."{name}"')
-                con.execute(f'CREATE TEMP VIEW "{name}" AS SELECT * EXCLUDE ({ROW_ID}) FROM ({source})')
-        except BaseException:
-            con.close()
-            raise
-        return EpisodeDatabase(con, StatementGate(self._gate_tables, self._reserved), self.limits)
+        views = tuple((name, patched_select(table(name), patch, f'{BASE_CATALOG}.main."{name}"'))
+                      for name in sorted(patch.tables))
+        with self._lock:
+            episode = self._next_episode
+            self._next_episode += 1
+            self._call(("open", episode, views), _HOUSEKEEPING_S)
+            self._episodes[episode] = views
+        return EpisodeDatabase(self, episode, self.limits)
+
+    def _close_episode(self, episode: int) -> None:
+        with self._lock:
+            if self._episodes.pop(episode, None) is None or self._worker is None:
+                return
+            try:
+                self._worker.send(("close", episode))  # answered by nothing: ordered before the next request
+            except OSError:
+                self._stop_worker()
 
     def columns(self) -> dict[str, tuple[tuple[str, str], ...]]:
         """Table -> ((column, type), ...) as the agent sees them (``row_id`` hidden)."""
-        out: dict[str, list[tuple[str, str]]] = {t: [] for t in self.tables}
-        for t, c, ty in self._host.execute(
-                "SELECT table_name, column_name, data_type FROM duckdb_columns() "
-                "WHERE database_name = current_database() AND schema_name = 'main' ORDER BY table_name, column_index"
-        ).fetchall():
-            if t in out:
-                out[t].append((c, ty))
-        return {t: tuple(cols) for t, cols in out.items()}
+        return {t: tuple(tuple(c) for c in cols) for t, cols in self._columns.items()}
+
+    def peak_memory_bytes(self) -> int:
+        """The largest resident size any of this database's worker processes reached (VmHWM from
+        /proc, read while each runs and when it is stopped; Linux only, 0 elsewhere)."""
+        with self._lock:
+            current = self._worker.rss_peak() if self._worker is not None else 0
+            return max(self._peak_rss, current)
+
+    @property
+    def worker_pid(self) -> int | None:
+        return self._worker.process.pid if self._worker is not None else None
 
     def close(self) -> None:
-        self._host.close()
+        with self._lock:
+            self._stop_worker()  # it holds nothing to save: the base is read-only
+            self._episodes.clear()
 
 
 class EpisodeDatabase:
-    """One episode's connection: its patched views, the statement gate, the limits."""
+    """One episode's connection in the worker: its patched views, the statement check, the limits."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, gate: StatementGate, limits: SqlLimits):
-        self._con = con
-        self._gate = gate
+    def __init__(self, database: Database, episode: int, limits: SqlLimits):
+        self._database = database
+        self._episode = episode
         self.limits = limits
-        self._lock = threading.Lock()  # one statement at a time per episode (the Python tool calls back)
 
     def query(self, sql: str) -> QueryResult:
         if not isinstance(sql, str) or not sql.strip():
             raise QueryFailed("the query is empty")
-        with self._lock:
-            started = time.perf_counter()
-            self._gate.check(self._con, sql)
-            return self._run(sql, started)
+        if len(sql) > self.limits.max_sql_chars:
+            raise QueryFailed(f"the query is longer than {self.limits.max_sql_chars:,} characters")
+        return self._result(("query", self._episode, sql))
 
-    def _run(self, sql: str, started: float) -> QueryResult:
-        limit = self.limits
-        timer = threading.Timer(limit.timeout_s, self._con.interrupt)
-        timer.daemon = True
-        timer.start()
-        try:
-            cursor = self._con.execute(sql)
-            columns = tuple(d[0] for d in cursor.description or ())
-            rows = cursor.fetchmany(limit.max_rows + 1)
-        except duckdb.InterruptException:
-            raise QueryTimeout(f"the query ran longer than {limit.timeout_s:g} s and was stopped; "
-                               f"filter earlier or aggregate") from None
-        except duckdb.OutOfMemoryException:
-            raise QueryFailed(f"the query needed more than the {limit.memory_limit} memory limit; "
-                              f"filter earlier or aggregate") from None
-        except duckdb.Error as exc:
-            raise QueryFailed(str(exc).strip()) from None
-        finally:
-            timer.cancel()
-        elapsed = time.perf_counter() - started
-        if len(rows) > limit.max_rows:
-            raise RowLimitExceeded(f"the query returns more than {limit.max_rows} rows; aggregate, filter "
-                                   f"or add LIMIT")
-        return QueryResult(columns, tuple(tuple(r) for r in rows), elapsed * 1000)
+    def _execute_unchecked(self, sql: str) -> QueryResult:
+        """Run ``sql`` on this episode's connection WITHOUT the statement check. Trusted callers
+        only: tests that show the instance's lockdown holds on its own."""
+        return self._result(("unchecked", self._episode, sql))
+
+    def _result(self, request: tuple) -> QueryResult:
+        columns, rows, elapsed_ms = self._database._call(request, self.limits.timeout_s * HARD_STOP_FACTOR)
+        return QueryResult(tuple(columns), tuple(tuple(r) for r in rows), elapsed_ms)
 
     def close(self) -> None:
-        self._con.close()
-
-
-def _quote(text: str) -> str:
-    return text.replace("'", "''")
-
+        self._database._close_episode(self._episode)

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
-from pipeline.answers import SubmissionError, answers_match, check_answer
+from pipeline.answers import SubmissionError, answers_match, check_answer, show_value
 from pipeline.task_model import Task
 from pipeline.vocabulary import Status, Variant
 
@@ -78,7 +78,7 @@ def verify(task: Task, status: Status | str, answer: Any = None) -> Verdict:
     try:
         submitted = Status(status)
     except ValueError:
-        return _fail(str(status), expected, f"{status!r} is not a status", answered=False)
+        return _fail(show_value(status), expected, f"{show_value(status)} is not a status", answered=False)
     answered = submitted == Status.ANSWERED
     wrong_answer = None
     for i, outcome in enumerate(task.accepted_outcomes):
@@ -92,8 +92,8 @@ def verify(task: Task, status: Status | str, answer: Any = None) -> Verdict:
                            f"status {submitted.value} with the accepted answer")
         wrong_answer = i
     if wrong_answer is not None:
-        return _fail(submitted.value, expected, f"status {submitted.value} is accepted but the answer {answer!r} "
-                     f"is not", answered)
+        return _fail(submitted.value, expected, f"status {submitted.value} is accepted but the answer "
+                     f"{show_value(answer)} is not", answered)
     accepted = sorted({o.status.value for o in task.accepted_outcomes})
     return _fail(submitted.value, expected, f"status {submitted.value} is not accepted (accepted: {accepted})", answered)
 

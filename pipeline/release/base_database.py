@@ -14,6 +14,14 @@ Which terms a release is under follows from its source:
 
 A ``redistributable`` flag in the release config overrides the decision (e.g. ``False`` to keep a
 demo release's database out of a shared folder, ``True`` for a site that is allowed to share).
+
+**Identity by content, not by bytes.** Two identical builds write identical tables, but DuckDB
+does not write identical files: every database file carries a random identifier in its header (and
+block layout may follow thread timing). A shipped database is therefore identified by
+``pipeline.source_db.content_digest``: sha256 over every table in name order (its name, its columns
+and their types, then the md5 of each row as DuckDB renders it in JSON, in ``row_id`` order),
+recorded in the manifest as ``base_database_digest``. It is identical across identical builds with the pinned
+DuckDB, and ``robustgym.load_release`` and ``check_base_database`` verify it.
 """
 
 import argparse
@@ -24,7 +32,7 @@ from pathlib import Path
 import duckdb
 
 from pipeline.release.manifest import read_manifest
-from pipeline.source_db import SourceInfo, read_source_info
+from pipeline.source_db import SourceInfo, content_problem, read_source_info
 from pipeline.vocabulary import SourceKind
 
 BASE_DATABASE = "base.duckdb"
@@ -97,13 +105,18 @@ def rebuild_command(info: SourceInfo) -> str:
 
 
 def check_base_database(release_dir: Path, db_path: Path) -> None:
-    """Raise ValueError unless ``db_path`` was built from the same source as the release."""
-    expected = read_manifest(release_dir)["source"]["fingerprint"]
+    """Raise ValueError unless ``db_path`` was built from the same source as the release (and, when
+    the release records one, has the same content digest)."""
+    manifest = read_manifest(release_dir)
+    expected = manifest["source"]["fingerprint"]
     with duckdb.connect(str(db_path), read_only=True) as con:
         got = read_source_info(con).fingerprint
     if got != expected:
         raise ValueError(f"{db_path} has source fingerprint {got}, but release {release_dir} was built on "
                          f"{expected}: it was loaded from other files (or another MIMIC-IV version)")
+    problem = content_problem(db_path, manifest.get("base_database_digest"))
+    if problem:
+        raise ValueError(problem)
 
 
 def main(argv: list[str] | None = None) -> int:

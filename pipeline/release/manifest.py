@@ -2,8 +2,8 @@
 
 Keys (see docs/architecture.md, "Release layout"): ``version``, ``created``, ``source`` (``kind``,
 ``fingerprint``, ``details``), ``seed``, ``config``, ``generator_version``, ``counts``, ``files``
-(relative path -> ``sha256``, ``rows``), ``schema``, ``base_database`` and ``rebuild_command``,
-and ``contracts`` (the contract runs the release passed, with any warnings).
+(relative path -> ``sha256``, ``rows``), ``schema``, ``base_database``, ``base_database_digest``
+(the shipped database's content digest, or null) and ``rebuild_command``, and ``contracts`` (the contract runs the release passed, with any warnings).
 
 ``counts.by_category`` has one entry per (split, intent, level, noise type) with at least one
 task; clean tasks are counted under the noise type ``clean``.

@@ -5,7 +5,9 @@ Publishing is atomic. Everything is written into a temporary folder next to the 
 files as written, the manifest's hashes, croissant.json through mlcroissant), and only then renamed
 to ``releases/<version>``; ``releases/latest`` is switched last, by an atomic rename of a symlink.
 Any failure, an exception or an interrupt, removes the temporary folder: the previous releases and
-``latest`` are untouched and no half release exists under a version name.
+``latest`` are untouched and no half release exists under a version name. A run killed outright
+(SIGKILL, power loss) cannot clean up; its temporary names carry its host and pid, and the next
+publish into the same folder removes those whose process no longer runs.
 
 A version is immutable. Rebuilding an existing version is accepted when it reproduces the same task
 files byte for byte (the release is left as it is); a build that would put different tasks under
@@ -17,6 +19,7 @@ import os
 import re
 import secrets
 import shutil
+import socket
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -25,6 +28,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from pipeline.build_lock import process_alive
 from pipeline.contracts import (
     ContractResult,
     ContractViolation,
@@ -50,7 +54,7 @@ from pipeline.release.manifest import (
 )
 from pipeline.release.splits import assign_splits, normalise_shares
 from pipeline.release.task_files import read_tasks, sha256_file, tasks_table, write_tasks
-from pipeline.source_db import read_source_info
+from pipeline.source_db import content_digest, read_source_info
 from pipeline.task_model import Task
 from pipeline.vocabulary import Intent, Split
 
@@ -58,6 +62,36 @@ LATEST = "latest"
 # Semantic versions (MAJOR.MINOR.PATCH[-pre][+build]): Croissant expects one, and they are plain folder names.
 _VERSION = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?"
                       r"(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$")
+
+
+# Temporary names record the writer's host (hashed) and pid, so that a later publish can tell what a
+# killed run left (its pid no longer runs on this host) from what another run is writing right now.
+_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+_TEMPORARY = re.compile(r"^\.(?:tmp-.+|latest)-(?P<host>[0-9a-f]{8})-(?P<pid>\d+)-[0-9a-f]{8}$")
+_TEMPORARY_UNHOSTED = re.compile(r"^\.(?:tmp-.+|latest)-(?P<pid>\d+)-[0-9a-f]{8}$")  # names before the host
+
+
+def temporary_name(prefix: str) -> str:
+    """``.<prefix>-<host>-<pid>-<random>``: a name in the releases folder only this run writes."""
+    return f".{prefix}-{_HOST}-{os.getpid()}-{secrets.token_hex(4)}"
+
+
+def remove_abandoned(releases_dir: Path) -> list[str]:
+    """Remove the temporary folders and links of publishes whose process no longer runs here."""
+    removed = []
+    for entry in sorted(Path(releases_dir).glob(".*")):
+        m = _TEMPORARY.match(entry.name) or _TEMPORARY_UNHOSTED.match(entry.name)
+        if m is None or m.groupdict().get("host", _HOST) != _HOST:
+            continue
+        pid = int(m["pid"])
+        if pid == os.getpid() or process_alive(pid):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+        removed.append(entry.name)
+    return removed
 
 
 class ReleaseConflict(Exception):
@@ -131,7 +165,7 @@ def resolve_release(releases_dir: Path, version: str = LATEST) -> Path:
 def set_latest(releases_dir: Path, version: str) -> None:
     """Point ``latest`` at ``version`` atomically (a new link renamed over the old one)."""
     releases_dir = Path(releases_dir)
-    tmp = releases_dir / f".{LATEST}-{os.getpid()}-{secrets.token_hex(4)}"
+    tmp = releases_dir / temporary_name(LATEST)
     try:
         os.symlink(version, tmp, target_is_directory=True)
     except OSError:  # no symlinks here (some Windows setups): a text file naming the version
@@ -200,8 +234,11 @@ def build_release(tasks: Iterable[Task], *, source_db: Path, version: str | None
     check_all_split(split_tasks)
 
     releases_dir.mkdir(parents=True, exist_ok=True)
+    abandoned = remove_abandoned(releases_dir)
+    if abandoned:
+        say(f"removed what killed publishes left in {releases_dir}: {', '.join(abandoned)}")
     previous = latest_version(releases_dir)
-    tmp = releases_dir / f".tmp-{version or 'pending'}-{os.getpid()}-{secrets.token_hex(4)}"
+    tmp = releases_dir / temporary_name(f"tmp-{version or 'pending'}")
     tmp.mkdir()
     try:
         say(f"writing task files into {tmp.name}")
@@ -220,10 +257,14 @@ def build_release(tasks: Iterable[Task], *, source_db: Path, version: str | None
         if any(not r.passed for r in results):
             raise ContractViolation(results, f"release {version}")
 
+        digest = None
         if ship:
             say(f"copying the base database ({source_db.stat().st_size / 1e6:.1f} MB)")
             shutil.copyfile(source_db, tmp / BASE_DATABASE)
             files[BASE_DATABASE] = {"sha256": sha256_file(tmp / BASE_DATABASE), "rows": None}
+            # DuckDB files differ in bytes between identical builds: the content digest is what a
+            # reproduction compares (pipeline/release/base_database.py).
+            digest = content_digest(tmp / BASE_DATABASE)
 
         counts = count_tasks(written)
         manifest = {
@@ -240,6 +281,7 @@ def build_release(tasks: Iterable[Task], *, source_db: Path, version: str | None
             "files": files,
             "schema": schema_description(),
             "base_database": BASE_DATABASE if ship else None,
+            "base_database_digest": digest,
             "rebuild_command": None if ship else rebuild_command(info),
             "contracts": [{"contract": r.contract, "expectations": len(r.results),
                            "warnings": [f.describe() for f in r.failures]} for r in results],

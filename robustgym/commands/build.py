@@ -71,7 +71,27 @@ def settings_from(args: argparse.Namespace) -> dict:
     return settings
 
 
+EXIT_LOCKED = 75  # EX_TEMPFAIL: another build holds the folder; try again later
+
+
 def run(args: argparse.Namespace, defs=None) -> int:
+    """One build at a time per data folder (``pipeline.build_lock``): a second one says who holds it."""
+    from pipeline.build_lock import BuildLocked, build_lock
+
+    say = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
+    for option, folder in (("--data-dir", args.data_dir), ("--releases-dir", args.releases_dir)):
+        if folder.exists() and not folder.is_dir():  # found now, not after the whole pipeline ran
+            print(f"{option} {folder} is a file; it must name a folder", file=sys.stderr)
+            return 2
+    try:
+        with build_lock(args.data_dir, command="robustgym build", say=say):
+            return _run_locked(args, defs)
+    except BuildLocked as exc:  # raised only when taking the lock
+        print(exc, file=sys.stderr)
+        return EXIT_LOCKED
+
+
+def _run_locked(args: argparse.Namespace, defs=None) -> int:
     # Dagster and the pipeline are imported here: `robustgym --help` stays quick.
     import os
 
@@ -97,6 +117,8 @@ def run(args: argparse.Namespace, defs=None) -> int:
     with instance:
         graph = run_graph(defs, settings=settings_from(args), resources={"paths": paths}, instance=instance,
                           progress=say, log_level=None if args.verbose else "CRITICAL")
+    if not graph.success and graph.failed and "DagsterExecutionInterruptedError" in (graph.failed.error or ""):
+        raise KeyboardInterrupt  # Dagster turned Ctrl-C into a failed step: report it as what it was
     if not graph.success:
         step = graph.failed
         print(f"build FAILED at {step.label if step else '(nothing to run)'}: {step.error if step else ''}",

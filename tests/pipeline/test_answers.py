@@ -172,3 +172,59 @@ def test_answer_text_renders_every_type_for_previews():
     assert answer_text(A.NUMBER, AnswerValue(number=3.0)) == "3"
     assert answer_text(A.TEXT_SET, AnswerValue(items=("a", "b"))) == '["a", "b"]'
     assert answer_text(A.TIMESTAMP, AnswerValue(timestamp=datetime(2150, 1, 2))) == "2150-01-02 00:00:00"
+
+
+# ---------------------------------------------------------------- oversized and out-of-range submissions
+
+HUGE_INT = 10 ** 5000  # more digits than Python turns into text
+OVERSIZED = {
+    "int 10**400": 10 ** 400,
+    "int -10**400": -10 ** 400,
+    "int of 5000 digits": HUGE_INT,
+    "5-million-digit text": "9" * 5_000_000,
+    "400-digit text": "1" + "0" * 400,
+    "1e400 as text": "1e400",
+    "nan": float("nan"),
+    "infinity": float("inf"),
+    "signalling NaN": Decimal("sNaN"),
+    "decimal 1e999999": Decimal("1e999999"),
+    "list with a huge int": [HUGE_INT],
+    "list with a 5-million-digit text": ["9" * 5_000_000],
+    "JSON list of a 5-million-digit number": "[" + "9" * 5_000_000 + "]",
+    "JSON list of a 4400-digit number": "[" + "9" * 4_400 + "]",
+    "deeply nested JSON": "[" * 40_000 + "]" * 40_000,
+    "two million items": ["x"] * 2_000_000,
+    "ten-million-character text": "x" * 10_000_000,
+    "dict": {"a": 1},
+    "bytes": b"x" * 10,
+    "set": {1, 2},
+    "complex": 1 + 2j,
+    "object": object(),
+}
+
+
+TEXT_READS = {"400-digit text", "1e400 as text", "nan", "infinity", "signalling NaN", "decimal 1e999999",
+              "JSON list of a 4400-digit number", "deeply nested JSON", "bytes", "set", "complex", "object"}
+
+
+@pytest.mark.parametrize("answer_type", list(A))
+@pytest.mark.parametrize("name", list(OVERSIZED))
+def test_oversized_and_out_of_range_submissions_are_submission_errors_with_short_messages(answer_type, name):
+    raw = OVERSIZED[name]
+    try:
+        parse_submission(answer_type, raw, unit="mg/dL")
+    except SubmissionError as exc:
+        assert len(str(exc)) < 300, str(exc)[:500]
+    else:  # a text answer reads any value of bounded size as its text
+        assert answer_type is A.TEXT and name in TEXT_READS, (name, answer_type)
+
+
+def test_the_issues_three_submissions_are_refused_as_answers():
+    with pytest.raises(SubmissionError, match="out of range"):
+        parse_submission(A.NUMBER, 10 ** 400)
+    for answer_type in (A.TEXT_SET, A.TEXT_RANKED):
+        with pytest.raises(SubmissionError, match="longer than the 100,000 characters"):
+            parse_submission(answer_type, ["9" * 5_000_000])
+        with pytest.raises(SubmissionError, match="longer than the 100,000 characters"):
+            parse_submission(answer_type, "9" * 5_000_000)
+    assert not answers_match(A.NUMBER, AnswerValue(number=1.0), 10 ** 400)

@@ -6,6 +6,7 @@ import gzip
 import hashlib
 import io
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import duckdb
 import pytest
 
 from pipeline.capabilities import INTENT_TABLES, intents_needing
+from pipeline.integrity import FindingKind, read_integrity
 from pipeline.loader import (
     LOADER_VERSION,
     SourceError,
@@ -21,6 +23,7 @@ from pipeline.loader import (
 from pipeline.schema import ROW_ID, SCHEMA_VERSION, TABLES, TABLES_BY_NAME
 from pipeline.source_db import read_source_info
 from pipeline.vocabulary import Intent, SourceKind
+from tests.limited_process import run as run_limited
 
 # From ../shared/README.md (chartevents: the official count, which the reconstruction keeps).
 DEMO_ROWS = {
@@ -34,8 +37,9 @@ DEMO_ROWS = {
 }
 CHARTEVENTS_ROWS = 668_862
 
-# Small real tables: folders built from them load in a fraction of a second.
-SMALL = ("patients", "admissions", "icustays", "d_labitems")
+# Small real tables: folders built from them load in a fraction of a second. They hold every table of
+# demographics_encounters: a load with missing tables allowed must still leave an intent buildable.
+SMALL = ("patients", "admissions", "icustays", "transfers", "services", "d_labitems")
 
 
 def rel(name: str) -> str:
@@ -188,7 +192,7 @@ def test_fingerprint_is_stable_for_the_same_files_and_changes_with_any_byte(demo
 
 def test_plain_csv_loads_like_its_gzip(demo_dir, demo_db, tmp_path):
     text = "".join(demo_lines(demo_dir, "admissions"))
-    root = make_folder(tmp_path / "src", demo_dir, link=("patients",))
+    root = make_folder(tmp_path / "src", demo_dir, link=tuple(n for n in SMALL if n != "admissions"))
     (root / "hosp" / "admissions.csv").write_text(text)
     load_mimic([root], tmp_path / "x.duckdb", allow_missing=True)
     with duckdb.connect(str(tmp_path / "x.duckdb"), read_only=True) as con:
@@ -206,7 +210,7 @@ def test_permuted_and_upper_case_columns_load_into_their_own_columns(demo_dir, d
     w = csv.writer(out, lineterminator="\n")
     w.writerow([rows[0][i].upper() for i in order])
     w.writerows([[r[i] for i in order] for r in rows[1:]])
-    root = make_folder(tmp_path / "src", demo_dir, link=(), write={rel("patients"): gzip.compress(out.getvalue().encode())})
+    root = make_folder(tmp_path / "src", demo_dir, write={rel("patients"): gzip.compress(out.getvalue().encode())})
     load_mimic([root], tmp_path / "x.duckdb", allow_missing=True)
     with duckdb.connect(str(tmp_path / "x.duckdb"), read_only=True) as con:
         con.execute(f"ATTACH '{demo_db}' AS demo (READ_ONLY)")
@@ -216,7 +220,7 @@ def test_permuted_and_upper_case_columns_load_into_their_own_columns(demo_dir, d
 
 
 def test_a_later_folder_wins_where_both_have_a_table(demo_dir, tmp_path):
-    first = make_folder(tmp_path / "first", demo_dir, link=("patients", "admissions"))
+    first = make_folder(tmp_path / "first", demo_dir)
     lines = demo_lines(demo_dir, "patients")
     second = make_folder(tmp_path / "second", demo_dir, link=(), write={
         rel("patients"): gzip.compress("".join(lines[:11]).encode())})
@@ -235,7 +239,7 @@ def test_a_table_present_both_as_csv_and_csv_gz_is_ambiguous(demo_dir, tmp_path)
 
 
 def test_a_gzip_file_named_csv_is_named(demo_dir, tmp_path):
-    root = make_folder(tmp_path / "src", demo_dir, link=("admissions",))
+    root = make_folder(tmp_path / "src", demo_dir, link=tuple(n for n in SMALL if n != "patients"))
     (root / "hosp" / "patients.csv").write_bytes((demo_dir / rel("patients")).read_bytes())
     with pytest.raises(SourceError) as info:
         load_mimic([root], tmp_path / "x.duckdb", allow_missing=True)
@@ -454,16 +458,152 @@ def test_a_folder_without_mimic_files_is_named(demo_dir, tmp_path):
     assert {p.file for p in info.value.problems} == {str(empty), str(tmp_path / "absent")}
 
 
+# ------------------------------------------------------------------ paths that exist but are not table files
+
+
+@pytest.mark.parametrize("allow_missing", [False, True])
+def test_a_directory_named_like_a_table_file_is_an_error_not_a_missing_table(demo_dir, previous_db, tmp_path,
+                                                                             allow_missing):
+    root = make_folder(tmp_path / "src", demo_dir, link=[n for n in SMALL if n != "admissions"])
+    (root / rel("admissions")).mkdir()
+    error = fails_leaving_previous_intact(previous_db, tmp_path, [root], allow_missing=allow_missing)
+    (problem,) = problems_of(error, rel("admissions"))
+    assert problem.file == str(root / rel("admissions")) and "is a directory" in problem.message
+    assert "table admissions is missing" not in str(error)
+
+
+@pytest.mark.parametrize("allow_missing", [False, True])
+def test_a_symbolic_link_loop_is_an_error_naming_the_file(demo_dir, previous_db, tmp_path, allow_missing):
+    root = make_folder(tmp_path / "src", demo_dir, link=[n for n in SMALL if n != "patients"])
+    (root / rel("patients")).symlink_to(root / rel("patients"))
+    error = fails_leaving_previous_intact(previous_db, tmp_path, [root], allow_missing=allow_missing)
+    (problem,) = problems_of(error, rel("patients"))
+    assert "symbolic-link loop" in problem.message
+    assert "missing" not in problem.message
+
+
+def test_a_broken_symbolic_link_names_its_target(demo_dir, previous_db, tmp_path):
+    root = make_folder(tmp_path / "src", demo_dir, link=[n for n in SMALL if n != "icustays"])
+    (root / rel("icustays")).symlink_to(tmp_path / "gone" / "icustays.csv.gz")
+    error = fails_leaving_previous_intact(previous_db, tmp_path, [root])
+    (problem,) = error.problems
+    assert "broken symbolic link" in problem.message and str(tmp_path / "gone") in problem.message
+
+
+def test_a_pipe_named_like_a_table_file_is_refused_without_reading_it(demo_dir, previous_db, tmp_path):
+    root = make_folder(tmp_path / "src", demo_dir, link=[n for n in SMALL if n != "services"])
+    os.mkfifo(root / rel("services"))  # opening it would block the load forever
+    error = fails_leaving_previous_intact(previous_db, tmp_path, [root])
+    (problem,) = error.problems
+    assert problem.file.endswith(rel("services")) and "not a regular file" in problem.message
+
+
+def test_a_file_without_read_permission_is_an_error_naming_it(demo_dir, tmp_path):
+    root = make_folder(tmp_path / "src", demo_dir, write={rel("transfers"): (demo_dir / rel("transfers")).read_bytes()})
+    (root / rel("transfers")).chmod(0)
+    code = ("from pipeline.loader import load_mimic, SourceError\n"
+            "try:\n    load_mimic(['src'], 'x.duckdb', allow_missing=True)\n"
+            "except SourceError as e:\n    print(e)\n    raise SystemExit(2)\n")
+    done = run_limited(["python", "-c", code], cwd=tmp_path, bound_by_permissions=True)
+    assert done.returncode == 2, done.stderr
+    assert f"src/{rel('transfers')}: cannot be read: permission denied" in done.stdout
+    assert "1 problem" in done.stdout and not (tmp_path / "x.duckdb").exists()
+
+
+def test_one_wrong_folder_is_one_problem(tmp_path):
+    with pytest.raises(SourceError) as info:
+        load_mimic([tmp_path / "nonexistent"], tmp_path / "x.duckdb")
+    (problem,) = info.value.problems
+    assert problem.file == str(tmp_path / "nonexistent") and "does not exist" in problem.message
+
+
+def test_a_file_given_as_the_folder_is_one_problem(demo_dir, tmp_path):
+    with pytest.raises(SourceError) as info:
+        load_mimic([demo_dir / rel("patients")], tmp_path / "x.duckdb", allow_missing=True)
+    (problem,) = info.value.problems
+    assert "is a file, not a folder" in problem.message
+
+
+def test_allowing_missing_tables_that_leave_no_intent_is_an_error(demo_dir, previous_db, tmp_path):
+    """Without patients every intent is disabled: a database nothing can be built on is refused."""
+    root = make_folder(tmp_path / "src", demo_dir, link=[n for n in DEMO_ROWS if n != "patients"])
+    error = fails_leaving_previous_intact(previous_db, tmp_path, [root], allow_missing=True)
+    (problem,) = error.problems
+    assert "no question intent could be built" in problem.message
+    for intent in Intent:
+        assert f"{intent} lacks" in problem.message
+    assert "lacks chartevents, patients" in problem.message  # vitals_io: both absent here
+
+
+# ------------------------------------------------------------------ integrity: keys and links
+
+
+def with_row(lines: list[str], row: str) -> bytes:
+    return gzip.compress("".join([*lines, row if row.endswith("\n") else row + "\n"]).encode())
+
+
+def test_an_admission_of_a_patient_that_does_not_exist_loads_with_a_warning(demo_dir, tmp_path, caplog):
+    adm = demo_lines(demo_dir, "admissions")
+    fields = adm[1].split(",")
+    fields[0], fields[1] = "99999999", "29999999"  # a subject no patient row has, a fresh hadm_id
+    root = make_folder(tmp_path / "src", demo_dir, write={rel("admissions"): with_row(adm, ",".join(fields))})
+    with caplog.at_level("WARNING", logger="pipeline.loader"):
+        report = load_mimic([root], tmp_path / "x.duckdb", allow_missing=True)
+    (finding,) = [f for f in report.integrity.findings if f.table == "admissions"]
+    assert (finding.kind, finding.column, finding.target, finding.count) == (
+        FindingKind.DANGLING_LINK, "subject_id", "patients(subject_id)", 1)
+    assert finding.examples == ({"row_id": DEMO_ROWS["admissions"], "subject_id": 99999999},)
+    assert "admissions.subject_id: 1 row name no row of patients(subject_id)" in caplog.text
+    with duckdb.connect(str(tmp_path / "x.duckdb"), read_only=True) as con:
+        assert read_integrity(con) == report.integrity
+
+
+def test_a_duplicated_patient_loads_with_a_warning_counting_it(demo_dir, tmp_path):
+    lines = demo_lines(demo_dir, "patients")
+    root = make_folder(tmp_path / "src", demo_dir, write={rel("patients"): with_row(lines, lines[5])})
+    report = load_mimic([root], tmp_path / "x.duckdb", allow_missing=True)
+    assert report.row_counts["patients"] == 101
+    (finding,) = [f for f in report.integrity.findings if f.kind is FindingKind.KEY_DUPLICATE]
+    subject = int(lines[5].split(",")[0])
+    assert (finding.table, finding.columns, finding.count, finding.distinct) == ("patients", ("subject_id",), 1, 1)
+    assert finding.examples == ({"subject_id": subject, "rows": 2, "row_ids": [4, 100]},)
+    with duckdb.connect(str(tmp_path / "x.duckdb"), read_only=True) as con:
+        stored = json.loads(con.execute("SELECT value FROM _robustgym_meta WHERE key = 'integrity'").fetchone()[0])
+    assert {"table": "patients", "column": "subject_id", "kind": "key_duplicate", "count": 1}.items() <= \
+        stored["findings"][0].items()
+
+
+def test_strict_turns_integrity_findings_into_errors_naming_file_and_column(demo_dir, previous_db, tmp_path):
+    lines = demo_lines(demo_dir, "patients")
+    root = make_folder(tmp_path / "src", demo_dir, write={rel("patients"): with_row(lines, lines[5])})
+    error = fails_leaving_previous_intact(previous_db, tmp_path, [root], strict=True)
+    (problem,) = error.problems
+    assert (problem.file, problem.column) == (str(root / rel("patients")), "subject_id")
+    assert "1 row repeat the natural key" in problem.message
+    assert "strict=True" in str(error)
+
+
+def test_the_demo_records_the_defects_real_mimic_iv_carries(demo_full_db):
+    """Real data is not clean: the demo's emar names orders its poe lacks, and the chartevents
+    reconstruction repeats (stay, time, item) keys. They are recorded, not refused."""
+    with duckdb.connect(str(demo_full_db), read_only=True) as con:
+        stored = read_integrity(con)
+    found = {(f.table, f.column, f.kind): f.count for f in stored.findings}
+    assert found[("emar", "poe_id", FindingKind.DANGLING_LINK)] == 1_063
+    assert found[("chartevents", "stay_id, charttime, itemid", FindingKind.KEY_DUPLICATE)] == 79_803
+    assert not [f for f in stored.findings if f.column in ("subject_id", "hadm_id", "stay_id", "itemid")]
+    assert stored.checked == sum(bool(t.key) + len(t.all_references) for t in TABLES)
+
+
 # ------------------------------------------------------------------ row order under parallel scans
 
 BIG_ROWS = 1_000_000  # ~36 MB: large enough that DuckDB splits the scan across threads
 
 
 @pytest.fixture(scope="module")
-def big_folder(tmp_path_factory) -> Path:
+def big_folder(tmp_path_factory, demo_dir) -> Path:
     """A d_labitems with a million rows whose itemid is its position (a few values span lines)."""
-    root = tmp_path_factory.mktemp("big")
-    (root / "hosp").mkdir()
+    root = make_folder(tmp_path_factory.mktemp("big"), demo_dir, link=[n for n in SMALL if n != "d_labitems"])
     with open(root / "hosp" / "d_labitems.csv", "w") as f:
         f.write("itemid,label,fluid,category\n")
         for i in range(BIG_ROWS):

@@ -8,7 +8,7 @@ from pipeline.schema import TABLES_BY_NAME
 from pipeline.source_db import read_source_info
 from robustgym.commands import load
 
-SMALL = ("patients", "admissions", "icustays")
+SMALL = ("patients", "admissions", "icustays", "transfers", "services")  # demographics_encounters can be built
 
 
 def folder(root, demo_dir, names=SMALL):
@@ -60,3 +60,32 @@ def test_intent_option_keeps_a_needed_table_required(demo_dir, tmp_path, capsys)
     assert status == 2
     assert "table labevents is missing" in err and "laboratory" in err
     assert "table chartevents is missing" not in err
+
+
+def test_one_wrong_path_gives_one_message_naming_it(tmp_path, capsys):
+    status = run_load([str(tmp_path / "nonexistent"), "--db", str(tmp_path / "x.duckdb")])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.count("\n  - ") == 1 and f"{tmp_path / 'nonexistent'}: does not exist" in err
+
+
+def test_messages_name_command_line_flags_not_python_keywords(demo_dir, tmp_path, capsys):
+    src = folder(tmp_path / "src", demo_dir)
+    run_load([str(src), "--db", str(tmp_path / "x.duckdb")])
+    err = capsys.readouterr().err
+    assert "pass --allow-missing;" in err and "allow_missing=True" not in err
+
+
+def test_integrity_findings_are_warnings_even_when_quiet_and_errors_with_strict(demo_dir, tmp_path, capsys):
+    src = folder(tmp_path / "src", demo_dir, names=(*SMALL, "poe", "emar", "pharmacy"))
+    db = tmp_path / "x.duckdb"
+    assert run_load([str(src), "--db", str(db), "--allow-missing", "--quiet"]) == 0
+    out, err = capsys.readouterr()
+    assert "warning: emar.poe_id: 1,063 rows name no row of poe(poe_id)" in err
+    assert "integrity: " in out and "--strict makes them errors" in out
+    before = db.read_bytes()
+    assert run_load([str(src), "--db", str(db), "--allow-missing", "--strict"]) == 2
+    err = capsys.readouterr().err
+    assert f"{src / 'hosp' / 'emar.csv.gz'}, column poe_id: 1,063 rows name no row of poe(poe_id)" in err
+    assert "(--strict)" in err and "strict=True" not in err
+    assert db.read_bytes() == before

@@ -68,11 +68,10 @@ def test_a_reset_lays_views_for_the_patched_tables_only_and_copies_nothing(env, 
     stat = base.stat()
     twin = by_noise(demo_release, "missing_evidence")
     env.reset(twin.task_id)
-    con = env._episode.db._con
-    temp = con.execute("SELECT view_name FROM duckdb_views() WHERE database_name = 'temp'").fetchall()
+    unchecked = env._episode.db._execute_unchecked  # introspection the agent's statements may not do
+    temp = unchecked("SELECT view_name FROM duckdb_views() WHERE database_name = 'temp'").rows
     assert sorted(v[0] for v in temp) == sorted(twin.patch.tables)
-    assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name <> ?", [BASE_CATALOG]).fetchone() \
-        == (0,)
+    assert unchecked(f"SELECT count(*) FROM duckdb_tables() WHERE database_name <> '{BASE_CATALOG}'").rows == ((0,),)
     assert (base.stat().st_size, base.stat().st_mtime_ns) == (stat.st_size, stat.st_mtime_ns)
 
 
@@ -128,3 +127,28 @@ def test_an_ungradable_task_ends_with_an_error_not_a_pass(demo_release):
         observation = env.submit("no_evidence")
         assert "could not be graded" in observation.content
         assert env.result.reward == 0.0 and not env.result.passed and env.result.outcome == "error"
+
+
+def test_values_of_every_duckdb_type_come_back_from_the_sql_process(env, demo_release):
+    """Results cross a pipe from the SQL worker as plain values (the parent unpickles nothing else);
+    zoned times keep their offset."""
+    from datetime import date, datetime, time as clock, timedelta, timezone
+    from decimal import Decimal
+    from uuid import UUID
+
+    env.reset(demo_release.tasks()[0].task_id)
+    observation = env.sql(
+        "SELECT TIMESTAMPTZ '2020-01-01 00:00:00+00' AS tz, INTERVAL 3 DAY AS i, "
+        "'5b1e9d6a-0c1a-4f8e-9d0f-7b1a2c3d4e5f'::UUID AS u, 1.23::DECIMAL(10, 2) AS d, 'ab'::BLOB AS b, "
+        "MAP {'a': 1} AS m, {'x': 1, 'y': [1, 2]} AS s, 170141183460469231731687303715884105727::HUGEINT AS h, "
+        "TIME '12:00:00' AS t, DATE '2020-01-01' AS dt, TIMETZ '12:00:00+01' AS ttz, '101'::BIT AS bits")
+    assert observation.ok, observation.content
+    (row,) = env._episode.db.query(
+        "SELECT TIMESTAMPTZ '2020-01-01 00:00:00+00', INTERVAL 3 DAY, '5b1e9d6a-0c1a-4f8e-9d0f-7b1a2c3d4e5f'::UUID, "
+        "1.23::DECIMAL(10, 2), 'ab'::BLOB, MAP {'a': 1}, {'x': 1, 'y': [1, 2]}, "
+        "170141183460469231731687303715884105727::HUGEINT, TIME '12:00:00', DATE '2020-01-01', "
+        "TIMETZ '12:00:00+01', '101'::BIT").rows
+    assert row[0] == datetime(2020, 1, 1, tzinfo=timezone.utc)
+    assert row[1:] == (timedelta(days=3), UUID("5b1e9d6a-0c1a-4f8e-9d0f-7b1a2c3d4e5f"), Decimal("1.23"), b"ab",
+                       {"a": 1}, {"x": 1, "y": [1, 2]}, 2**127 - 1, clock(12), date(2020, 1, 1),
+                       clock(12, tzinfo=timezone(timedelta(hours=1))), "101")

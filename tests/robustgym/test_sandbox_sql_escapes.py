@@ -14,7 +14,7 @@ import duckdb
 import pytest
 
 from robustgym.env import Env, Limits
-from robustgym.sql_sandbox import SqlLimits
+from robustgym.sql_sandbox import QueryFailed, SqlLimits
 
 HIDDEN_COUNT_SQL = ("SELECT count(*) FROM labevents WHERE hadm_id = {hadm} AND itemid = 50971 "
                     "AND valuenum IS NOT NULL")
@@ -208,7 +208,7 @@ def test_a_query_exceeding_the_memory_limit_is_a_tool_error(demo_release):
     with Env(demo_release, limits=limits) as env:
         env.reset(demo_release.tasks()[0].task_id)
         observation = env.sql("SELECT list(x) FROM (SELECT repeat('x', 1000) AS x FROM range(10000000))")
-        assert observation.error_kind == "sql_error" and "memory limit" in observation.content
+        assert observation.error_kind == "resource_limit" and "memory limit" in observation.content
         assert env.sql("SELECT count(*) FROM patients").data["rows"] == [[100]]
 
 
@@ -216,13 +216,13 @@ def test_the_lockdown_holds_even_for_a_statement_that_skipped_the_syntax_check(t
     """Defense in depth: on the episode's own connection, without the gate, the instance still
     refuses files, attachments, extensions and setting changes."""
     env, _, _ = twin_env
-    con = env._episode.db._con
+    unchecked = env._episode.db._execute_unchecked
     for statement in ("SELECT * FROM read_csv('/etc/passwd')", "COPY (SELECT 1) TO '/tmp/robustgym-leak.csv'",
                       "SELECT * FROM read_csv('https://example.com/data.csv')",
                       "ATTACH '/tmp/robustgym-other.duckdb' AS other", "LOAD httpfs", "INSTALL httpfs"):
-        with pytest.raises(duckdb.PermissionException):
-            con.execute(statement)
-    with pytest.raises(duckdb.Error, match="locked"):
-        con.execute("SET enable_external_access = true")
-    with pytest.raises(duckdb.Error):
-        con.execute("INSERT INTO rg_base.main.patients SELECT * FROM rg_base.main.patients")
+        with pytest.raises(QueryFailed, match="Permission Error"):
+            unchecked(statement)
+    with pytest.raises(QueryFailed, match="locked"):
+        unchecked("SET enable_external_access = true")
+    with pytest.raises(QueryFailed):
+        unchecked("INSERT INTO rg_base.main.patients SELECT * FROM rg_base.main.patients")

@@ -4,7 +4,8 @@ task only on its answer, and refuses to grade a task that gives it nothing to ch
 Loopholes covered (one test each): an empty accepted-outcome list passing by default; an
 "answered" outcome without an answer accepting any answer; a clean task accepting a status; the
 right status with a wrong answer; an answer smuggled in with a non-answer status; a status that is
-not in the vocabulary.
+not in the vocabulary; out-of-range and oversized values (10**400, 5-million-digit strings) raising
+internal errors instead of a clear answer error.
 """
 
 from dataclasses import replace
@@ -14,6 +15,8 @@ import pytest
 
 from pipeline.task_model import AnswerValue, Outcome as Accepted
 from pipeline.vocabulary import AnswerType, Status
+from robustgym.env import Env
+from robustgym.trajectory import read_jsonl
 from robustgym.verifier import Outcome, VerifierError, verify
 
 
@@ -123,3 +126,40 @@ def test_an_answer_next_to_a_non_answer_status_changes_nothing(demo_release):
 def test_a_status_outside_the_vocabulary_fails(demo_release):
     verdict = verify(twin(demo_release, "missing_evidence"), "not_sure")
     assert not verdict.passed and "not a status" in verdict.reason
+
+
+FIVE_MILLION_DIGITS = "9" * 5_000_000
+
+
+@pytest.mark.parametrize("answer_type,raw", [
+    (AnswerType.NUMBER, 10 ** 400),
+    (AnswerType.NUMBER, -10 ** 5000),
+    (AnswerType.NUMBER, FIVE_MILLION_DIGITS),
+    (AnswerType.NUMBER, "1e400"),
+    (AnswerType.TEXT_SET, [FIVE_MILLION_DIGITS]),
+    (AnswerType.TEXT_SET, "[" + FIVE_MILLION_DIGITS + "]"),
+    (AnswerType.TEXT_SET, [10 ** 5000]),
+    (AnswerType.TEXT_RANKED, [FIVE_MILLION_DIGITS, "x"]),
+    (AnswerType.TEXT_RANKED, ["x"] * 100_000),
+    (AnswerType.TEXT, FIVE_MILLION_DIGITS),
+    (AnswerType.TIMESTAMP, "2" * 5_000_000),
+    (AnswerType.BOOLEAN, 10 ** 400),
+], ids=["10**400", "-10**5000", "5M-digit-number", "1e400", "set-5M-digits", "json-set-5M-digits",
+        "set-huge-int", "ranked-5M-digits", "ranked-100k-items", "text-5M", "timestamp-5M", "boolean-10**400"])
+def test_out_of_range_and_oversized_answers_are_bad_answer_errors_and_the_episode_goes_on(
+        demo_release, tmp_path, answer_type, raw):
+    task = clean(demo_release, answer_type)
+    with Env(demo_release, trajectory_path=tmp_path / "t.jsonl") as env:
+        env.reset(task.task_id)
+        observation = env.submit("answered", raw)
+        assert observation.error_kind == "bad_answer", observation.content[:300]
+        assert len(observation.content) < 400 and not env.done
+        assert env.submit("no_evidence", raw).ok  # a non-answer status ignores the value, still logged
+        assert env.done and env.result.outcome == Outcome.ABSTAINED
+    (trajectory,) = read_jsonl(tmp_path / "t.jsonl")
+    assert trajectory.outcome == "abstained" and len(trajectory.steps) == 2
+
+
+def test_the_verifier_itself_describes_a_huge_wrong_answer_without_failing(demo_release):
+    verdict = verify(clean(demo_release, AnswerType.NUMBER), Status.ANSWERED, 10 ** 5000)
+    assert not verdict.passed and "about 5,001 digits" in verdict.reason

@@ -2,7 +2,14 @@
 
 import dataclasses
 import json
+import os
+import pickle
 import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import duckdb
 import polars as pl
@@ -17,6 +24,7 @@ from pipeline.vocabulary import Split
 from tests.pipeline.release.demo_tasks import demo_tasks, observed_noise_shares
 
 SPLITS = [s.value for s in Split]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
@@ -211,3 +219,98 @@ def test_without_a_version_the_content_names_the_release(release, tasks, demo_db
     base, digest = result.version.split("+")
     assert len(digest) == 12 and base.count(".") == 2
     assert _build(tasks, demo_db, tmp_path, version=None).reused
+
+
+# --------------------------------------------------------------------- identity of the base database
+
+
+@pytest.fixture(scope="module")
+def demo_db_again(demo_dir, tmp_path_factory):
+    """The demo loaded a second time from the same files: the same tables in another DuckDB file."""
+    from pipeline.loader import load_mimic
+
+    path = tmp_path_factory.mktemp("again") / "demo.duckdb"
+    load_mimic([demo_dir], path, allow_missing=True)
+    return path
+
+
+def test_identical_builds_record_the_same_base_database_digest(release, tasks, demo_db_again, tmp_path):
+    """DuckDB writes a random identifier into each file, so the bytes of base.duckdb differ between
+    identical builds; the manifest's content digest does not, and it is what a reproduction checks."""
+    again = _build(tasks, demo_db_again, tmp_path)
+    digest = release.manifest["base_database_digest"]
+    assert again.manifest["base_database_digest"] == digest
+    assert digest["method"] == "rows-v1" and len(digest["sha256"]) == 64
+    with duckdb.connect(str(demo_db_again), read_only=True) as con:
+        rows = sum(con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for (t,) in con.execute(
+            "SELECT table_name FROM duckdb_tables()").fetchall())
+    assert digest["tables"] == 31 and digest["rows"] == rows  # 30 MIMIC-IV tables and the metadata
+    check_base_database(release.path, again.path / "base.duckdb")
+
+
+def test_load_release_accepts_a_byte_different_copy_of_the_base_and_refuses_changed_tables(release, demo_db_again,
+                                                                                         tmp_path):
+    from robustgym.release import ReleaseError, load_release
+
+    copy = tmp_path / "r"
+    shutil.copytree(release.path, copy)
+    (copy / "base.duckdb").unlink()
+    shutil.copyfile(demo_db_again, copy / "base.duckdb")
+    assert sha256_file(copy / "base.duckdb") != release.manifest["files"]["base.duckdb"]["sha256"]
+    assert load_release(copy).base_database == (copy / "base.duckdb").resolve()
+    with duckdb.connect(str(copy / "base.duckdb")) as con:
+        con.execute("UPDATE labevents SET valuenum = valuenum + 1 WHERE row_id = 7")
+    with pytest.raises(ReleaseError, match="its tables differ from the release's base database"):
+        load_release(copy)
+    with pytest.raises(ValueError, match="its tables differ"):
+        check_base_database(release.path, copy / "base.duckdb")
+
+
+# --------------------------------------------------------------------- what killed publishes leave
+
+
+def _dead_pid() -> int:
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    return int(done.stdout)
+
+
+def test_a_publish_removes_the_temporary_folders_of_killed_runs_and_keeps_live_ones(release, tasks, demo_db,
+                                                                                  tmp_path):
+    first = _published(release, tmp_path)
+    dead, alive = _dead_pid(), os.getppid()
+    host = publish._HOST
+    left = [f".tmp-1.1.0-{host}-{dead}-0badc0de", f".tmp-pending-{dead}-0badc0de",  # the latter: older naming
+            f".latest-{host}-{dead}-0badc0de"]
+    kept = [f".tmp-1.1.0-{host}-{alive}-0badc0de", f".tmp-1.1.0-0000abcd-{dead}-0badc0de"]  # live; other host
+    for name in left[:2] + kept:
+        shutil.copytree(first, tmp_path / name)  # a complete, loadable release, as a kill can leave
+    (tmp_path / left[2]).symlink_to("1.0.0")
+    second = _build(_without_one_pair(tasks), demo_db, tmp_path, version="1.1.0")
+    assert _leftovers(tmp_path) == sorted(kept)
+    assert latest_version(tmp_path) == "1.1.0" and second.path == tmp_path / "1.1.0"
+
+
+def test_a_publish_killed_outright_leaves_latest_valid_and_the_next_one_cleans_up(release, tasks, demo_db, tmp_path):
+    """SIGKILL after the release is complete in its temporary folder, before the rename: no cleanup
+    code runs. `latest` still names the previous release; the next publish removes the leftover."""
+    _published(release, tmp_path)
+    script = textwrap.dedent(f"""
+        import os, pickle, signal, sys
+        from pipeline.release import build_release
+        tasks = pickle.load(open({str(tmp_path / 'tasks.pickle')!r}, "rb"))
+        def progress(message):
+            if message.startswith("verifying the release folder"):
+                os.kill(os.getpid(), signal.SIGKILL)
+        build_release(tasks, source_db={str(demo_db)!r}, version="1.1.0", releases_dir={str(tmp_path)!r}, seed=7,
+                      progress=progress, noise_shares={observed_noise_shares(tasks)!r})
+    """)
+    with open(tmp_path / "tasks.pickle", "wb") as f:
+        pickle.dump(_without_one_pair(tasks), f)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
+    (leftover,) = [n for n in _leftovers(tmp_path) if n.startswith(".tmp-1.1.0-")]
+    assert (tmp_path / leftover / "manifest.json").exists()
+    assert latest_version(tmp_path) == "1.0.0" and resolve_release(tmp_path) == tmp_path / "1.0.0"
+    _build(_without_one_pair(tasks), demo_db, tmp_path, version="1.1.0")
+    assert _leftovers(tmp_path) == [] and latest_version(tmp_path) == "1.1.0"

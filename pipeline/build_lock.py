@@ -1,0 +1,108 @@
+"""One build at a time per folder: a lock file that records who holds it.
+
+Two builds writing the same intermediate folder overwrite each other's temporary files (one dies
+with ``FileNotFoundError`` on a file the other renamed away). ``build_lock(folder)`` lets exactly one
+in: it takes an exclusive ``flock`` on ``<folder>/.robustgym-build.lock`` and writes the holder (pid,
+host, start time, command) into it. The kernel releases a ``flock`` when its process dies however it
+dies, so a lock left by a killed build is simply taken over by the next one, which says so (the file
+still names the dead holder); a clean release empties the file. A second build meanwhile gets
+``BuildLocked`` naming the holder.
+
+Where ``flock`` is not supported (some network file systems) the record alone decides: a holder
+whose pid no longer runs on this host is taken over, any other holder is respected.
+"""
+
+import errno
+import fcntl
+import json
+import os
+import socket
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+LOCK_NAME = ".robustgym-build.lock"
+
+
+@dataclass(frozen=True)
+class LockHolder:
+    pid: int
+    host: str
+    started: str  # ISO time, UTC
+    command: str
+
+    def describe(self) -> str:
+        return f"pid {self.pid} on {self.host}, started {self.started}" + (f" ({self.command})" if self.command else "")
+
+
+class BuildLocked(RuntimeError):
+    """Another build holds the folder's lock."""
+
+    def __init__(self, path: Path, holder: LockHolder | None):
+        self.path, self.holder = path, holder
+        who = holder.describe() if holder else "a build that did not record itself"
+        super().__init__(f"another build is running in {path.parent}: {who} holds {path}; "
+                         "wait for it to finish (or stop it) and build again")
+
+
+def process_alive(pid: int) -> bool:
+    """Whether ``pid`` names a running process on this host."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, under another user
+        return True
+    return True
+
+
+def _read(fd: int) -> LockHolder | None:
+    data = os.pread(fd, 1 << 16, 0)
+    try:
+        return LockHolder(**json.loads(data)) if data.strip() else None
+    except (ValueError, TypeError):
+        return None  # unreadable: treated like an empty record
+
+
+def _write(fd: int, holder: LockHolder | None) -> None:
+    os.ftruncate(fd, 0)
+    if holder is not None:
+        os.pwrite(fd, (json.dumps(asdict(holder), sort_keys=True) + "\n").encode(), 0)
+    os.fsync(fd)
+
+
+@contextmanager
+def build_lock(folder: Path, *, command: str = "",
+               say: Callable[[str], None] | None = None) -> Iterator[LockHolder]:
+    """Hold ``folder``'s build lock for the block; raise ``BuildLocked`` when another build has it."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / LOCK_NAME
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise BuildLocked(path, _read(fd)) from None
+        except OSError as exc:
+            if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL):
+                raise
+            recorded = _read(fd)  # no flock here: the record decides
+            if recorded and (recorded.host != socket.gethostname() or process_alive(recorded.pid)):
+                raise BuildLocked(path, recorded) from None
+        stale = _read(fd)
+        if stale is not None and say is not None:
+            say(f"taking over {path}: its holder ({stale.describe()}) ended without releasing it")
+        me = LockHolder(os.getpid(), socket.gethostname(),
+                        datetime.now(timezone.utc).replace(microsecond=0).isoformat(), command)
+        _write(fd, me)
+        try:
+            yield me
+        finally:
+            _write(fd, None)
+    finally:
+        os.close(fd)  # releases the flock
