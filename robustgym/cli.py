@@ -7,7 +7,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("load", "synth", "eval", "build")
+COMMANDS = ("load", "synth", "eval", "build", "compare", "serve")
 
 
 def build_parser() -> argparse.ArgumentParser:
