@@ -29,7 +29,7 @@ def register(subparsers) -> None:
 def _read(folder: Path, problems: list[str]) -> dict | None:
     from robustgym.report import REPORT_JSON
 
-    path = folder / REPORT_JSON if folder.is_dir() else folder
+    path = folder if folder.suffix == ".json" else folder / REPORT_JSON
     try:
         report = json.loads(path.read_text())
     except FileNotFoundError:
