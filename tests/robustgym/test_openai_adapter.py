@@ -58,7 +58,8 @@ class FakeServer:
                 if isinstance(entry, tuple):
                     entry = {"status": entry[0], "message": entry[1]}
                 status = entry.get("status", 200)
-                time.sleep(entry.get("delay", 0))
+                if entry.get("delay"):
+                    time.sleep(entry["delay"])
                 if "raw" in entry:
                     payload = entry["raw"]
                 elif status == 200:
