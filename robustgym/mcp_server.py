@@ -45,7 +45,11 @@ class McpSession:
         with self.lock:
             if name in tools.HARNESS_TOOLS:
                 return tools.invoke_harness(self, name, arguments)
-            return self.env.call(name, arguments)
+            if name in tools.TOOLS:
+                return self.env.call(name, arguments)
+            known = sorted(s.name for s in tool_specs())
+            return tools.error_observation(
+                name, tools.ToolArgumentError(f"unknown tool {name!r}; the tools are {known}"))
 
     def close(self) -> None:
         self.env.close()

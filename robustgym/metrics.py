@@ -320,8 +320,10 @@ def summarize(trajectories: Sequence[Trajectory], *, wrong_penalty: float = 1.0,
         "tasks": len({t.task_id for t in trajectories}),
         "overall": {"all": rate(trajectories, boot), **clean_noise(trajectories, boot),
                     "pairs": pair_success(pairs, boot)},
-        "by_intent": by("intent", {k: clean_noise(v, boot) for k, v in _grouped(trajectories, lambda t: t.intent).items()}),
-        "by_level": by("level", {k: clean_noise(v, boot) for k, v in _grouped(trajectories, lambda t: t.level).items()}),
+        "by_intent": by("intent", {k: clean_noise(v, boot) for k, v in
+                                   _grouped(trajectories, lambda t: t.intent).items()}),
+        "by_level": by("level", {k: clean_noise(v, boot) for k, v in
+                                 _grouped(trajectories, lambda t: t.level).items()}),
         "by_noise_level": by("noise_level", {k: paired_clean_noise(v, clean_by_id, boot) for k, v in
                                              _grouped(twins, lambda t: t.noise_level or "?").items()}),
         "by_noise_type": by("noise_type", {k: paired_clean_noise(v, clean_by_id, boot) for k, v in

@@ -5,9 +5,9 @@ A tool is a function decorated with ``@tool``: its docstring is the description 
 them in the OpenAI function-calling format; the MCP server (``robustgym.mcp_server``) serves the
 same ``ToolSpec``s), and it is registered once by name (a second registration raises). Harness tools
 (``@harness_tool``: ``reset``, ``list_tasks``) are declared the same way in their own registry: they
-drive episodes for an external harness (the MCP server) and are never offered to an agent inside one. Tools raise on any problem; ``invoke`` is the only caller and
-``error_observation`` the only place an exception becomes what the agent sees. Nothing an agent
-sends can raise out of ``invoke``: sandbox refusals, timeouts, bad arguments and even bugs come
+drive episodes for an external harness (the MCP server) and are never offered to an agent inside one.
+Tools raise on any problem; ``invoke`` is the only caller and ``error_observation`` the only place an
+exception becomes what the agent sees. Nothing an agent sends can raise out of ``invoke``: sandbox refusals, timeouts, bad arguments and even bugs come
 back as error observations and the environment serves the next call.
 """
 
@@ -266,7 +266,7 @@ class Harness(Protocol):
 
 @harness_tool
 def reset(harness: "Harness", task_id: str, trial: int = 0) -> Observation:
-    """Start the episode of a task (an episode still open ends without a submission) and return its instructions and question.
+    """Start the episode of a task and return its instructions and question (an open episode ends unsubmitted).
 
     Args:
         task_id: a task id of the release (see list_tasks).
@@ -292,7 +292,8 @@ def list_tasks(harness: "Harness", split: str = "test", offset: int = 0, limit: 
         raise ToolArgumentError("offset must be 0 or more and limit at least 1")
     ids = harness.task_ids(None if split == "all" else split)
     page = ids[offset: offset + limit]
-    more = f"\n({len(ids) - offset - len(page)} more: offset={offset + len(page)})" if offset + len(page) < len(ids) else ""
+    rest = len(ids) - offset - len(page)
+    more = f"\n({rest} more: offset={offset + len(page)})" if rest > 0 else ""
     return Observation("list_tasks", True, "\n".join(page) + f"\n({len(ids)} tasks in {split}){more}",
                        data={"task_ids": page, "total": len(ids), "offset": offset})
 

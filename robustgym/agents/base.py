@@ -5,7 +5,8 @@ until it submits. Reference agents may know more than the question: ``Privilege.
 task's plan (gold SQL and slots, never the answer or the accepted outcomes) and
 ``Privilege.ORACLE`` the whole task; ``Privilege.CLEAN_ANSWER`` the gold answer of the clean task
 (a twin's own clean task), which is what the ``clean_answer`` floor copies. The evaluation runner
-hands this hint over; the sandboxed tools never expose it. Agents are registered once by name; a second registration raises.
+hands this hint over; the sandboxed tools never expose it. Agents are registered once by name; a
+second registration raises.
 """
 
 from collections.abc import Callable

@@ -42,7 +42,8 @@ class EndpointConfig:
     timeout_s: float = 120.0
     temperature: float = 0.0
     max_turns: int = 30
-    retries: int = 3  # further attempts after a 408/409/429/5xx, a timeout, a dropped connection or a body that is not JSON
+    # further attempts after a 408/409/429/5xx, a timeout, a dropped connection or a body that is not JSON
+    retries: int = 3
     backoff_s: float = 0.5  # wait before retry i: backoff_s * 2**i, or the server's Retry-After (at most max_backoff_s)
     max_backoff_s: float = 30.0
 

@@ -6,7 +6,8 @@ a robust agent. The registry refuses duplicates, and an agent that fails does no
 import pytest
 
 from pipeline.vocabulary import Split
-from robustgym.agents import CleanAnswer, DuplicateAgentError, Plan, Privilege, agent_names, hint_for, make_agent, register_agent
+from robustgym.agents import (CleanAnswer, DuplicateAgentError, Plan, Privilege, agent_names, hint_for, make_agent,
+                              register_agent)
 from robustgym.metrics import summarize
 from robustgym.runner import run_agent
 
