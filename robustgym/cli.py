@@ -15,7 +15,7 @@ import sys
 import traceback
 from collections.abc import Callable
 
-COMMANDS = ("load", "synth", "eval", "build")
+COMMANDS = ("load", "synth", "eval", "build", "compare", "serve")
 
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130

@@ -8,6 +8,7 @@ logged. Every tool call goes through ``robustgym.tools.invoke``, so whatever the
 environment answers with an observation and stays usable.
 """
 
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,7 +110,8 @@ class _Episode:
 
 
 class Env:
-    """Episodes over one release. Not thread-safe: use one ``Env`` per worker."""
+    """Episodes over one release. Not thread-safe: one ``Env`` per thread; ``worker()`` makes more
+    that share this one's database instance (each episode is still its own connection)."""
 
     def __init__(self, release: Release, *, limits: Limits = Limits(), trajectory_path: Path | str | None = None,
                  agent_name: str = "agent"):
@@ -124,6 +126,19 @@ class Env:
         self._episode: _Episode | None = None
         self._last: EpisodeResult | None = None
         self._count = 0
+        self._owner = True  # closes the database instance; workers do not
+        self._open_lock = threading.Lock()  # connections are made from the shared instance one at a time
+
+    def worker(self, *, trajectory_path: Path | str | None = None) -> "Env":
+        """Another ``Env`` for another thread: the same base database instance (attached once,
+        read-only) and Python runner, its own episode state. Each of its episodes is a connection of
+        its own, so workers run episodes in parallel and see only their own patches. Closing a
+        worker leaves the instance open; closing this ``Env`` closes it."""
+        other = object.__new__(Env)
+        other.__dict__.update(self.__dict__)
+        other.trajectory_path = Path(trajectory_path) if trajectory_path else None
+        other._episode, other._last, other._count, other._owner = None, None, 0, False
+        return other
 
     # ------------------------------------------------------------ episode lifecycle
 
@@ -133,7 +148,8 @@ class Env:
             self.abandon("reset before submit")
         started = time.perf_counter()
         task = self.release.task(task_id)
-        db = self._db.open_episode(task.patch)
+        with self._open_lock:
+            db = self._db.open_episode(task.patch)
         observation = TaskObservation(task.task_id, task.question, task.answer_type.value, task.unit,
                                       tuple(s.value for s in Status), self._tables, tools.declarations(),
                                       self._system)
@@ -199,7 +215,8 @@ class Env:
     def close(self) -> None:
         if self._episode is not None:
             self.abandon("environment closed")
-        self._db.close()
+        if self._owner:
+            self._db.close()
 
     def __enter__(self) -> "Env":
         return self
@@ -231,7 +248,8 @@ class Env:
             steps=tuple(episode.steps), submission=episode.submission, reward=partial.reward,
             passed=partial.passed, outcome=partial.outcome.value, expected_status=task.expected_status.value,
             verdict=partial.verdict.to_dict() if partial.verdict else None, error=partial.error,
-            reset_ms=round(episode.reset_ms, 3), total_ms=round((time.perf_counter() - episode.started) * 1000, 3))
+            reset_ms=round(episode.reset_ms, 3), total_ms=round((time.perf_counter() - episode.started) * 1000, 3),
+            subject_id=task.subject_id)
         result = EpisodeResult(task.task_id, partial.reward, partial.passed, partial.outcome, partial.verdict,
                                partial.error, trajectory)
         episode.db.close()

@@ -2,10 +2,12 @@
 
 A tool is a function decorated with ``@tool``: its docstring is the description agents read, its
 ``Args:`` section and annotations are the JSON schema of its parameters (``declarations()`` gives
-them in the OpenAI function-calling format), and it is registered once by name (a second
-registration raises). Tools raise on any problem; ``invoke`` is the only caller and
-``error_observation`` the only place an exception becomes what the agent sees. Nothing an agent
-sends can raise out of ``invoke``: sandbox refusals, timeouts, bad arguments and even bugs come
+them in the OpenAI function-calling format; the MCP server (``robustgym.mcp_server``) serves the
+same ``ToolSpec``s), and it is registered once by name (a second registration raises). Harness tools
+(``@harness_tool``: ``reset``, ``list_tasks``) are declared the same way in their own registry: they
+drive episodes for an external harness (the MCP server) and are never offered to an agent inside one.
+Tools raise on any problem; ``invoke`` is the only caller and ``error_observation`` the only place an
+exception becomes what the agent sees. Nothing an agent sends can raise out of ``invoke``: sandbox refusals, timeouts, bad arguments and even bugs come
 back as error observations and the environment serves the next call.
 """
 
@@ -71,6 +73,7 @@ class ToolSpec:
 
 
 TOOLS: dict[str, ToolSpec] = {}
+HARNESS_TOOLS: dict[str, ToolSpec] = {}
 
 _ARG_LINE = re.compile(r"^\s+(\w+):\s*(.+)$")
 
@@ -78,6 +81,8 @@ _ARG_LINE = re.compile(r"^\s+(\w+):\s*(.+)$")
 def _schema(annotation: Any) -> dict:
     if annotation is str:
         return {"type": "string"}
+    if annotation is int:
+        return {"type": "integer"}
     if annotation is Status:
         return {"type": "string", "enum": [s.value for s in Status]}
     if annotation is Any:
@@ -88,8 +93,17 @@ def _schema(annotation: Any) -> dict:
 
 def tool(function: Callable[..., Observation]) -> Callable[..., Observation]:
     """Register ``function`` as a tool; its first parameter is the episode."""
+    return _register(TOOLS, function)
+
+
+def harness_tool(function: Callable[..., Observation]) -> Callable[..., Observation]:
+    """Register ``function`` as a harness tool; its first parameter is the ``Harness``."""
+    return _register(HARNESS_TOOLS, function)
+
+
+def _register(registry: dict[str, ToolSpec], function: Callable[..., Observation]) -> Callable[..., Observation]:
     name = function.__name__
-    if name in TOOLS:
+    if name in TOOLS or name in HARNESS_TOOLS:
         raise DuplicateToolError(f"tool {name!r} is already registered")
     doc = inspect.getdoc(function) or ""
     summary, _, args_block = doc.partition("\nArgs:\n")
@@ -104,7 +118,7 @@ def tool(function: Callable[..., Observation]) -> Callable[..., Observation]:
         if p.default is inspect.Parameter.empty:
             required.append(p.name)
     parameters = {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
-    TOOLS[name] = ToolSpec(name, summary.strip(), parameters, function, tuple(required))
+    registry[name] = ToolSpec(name, summary.strip(), parameters, function, tuple(required))
     return function
 
 
@@ -120,21 +134,39 @@ def invoke(episode: Episode | None, name: str, arguments: Any) -> Observation:
     try:
         if episode is None:
             raise EpisodeStateError("no episode is running: call reset(task_id) first, or the task was submitted")
-        spec = TOOLS.get(name)
-        if spec is None:
-            raise ToolArgumentError(f"unknown tool {name!r}; the tools are {sorted(TOOLS)}")
-        if not isinstance(arguments, dict):
-            raise ToolArgumentError(f"arguments of {name} must be an object, got {type(arguments).__name__}")
-        unknown = set(arguments) - set(spec.parameters["properties"])
-        missing = [r for r in spec.required if r not in arguments]
-        if unknown or missing:
-            raise ToolArgumentError(f"{name}: " + "; ".join(
-                ([f"unknown arguments {sorted(unknown)}"] if unknown else [])
-                + ([f"missing arguments {missing}"] if missing else [])))
-        observation = spec.function(episode, **arguments)
+        observation = _call(TOOLS, episode, name, arguments)
     except Exception as exc:  # noqa: BLE001 - the single conversion point for every tool error
         observation = error_observation(name, exc)
     return _with_elapsed(observation, started)
+
+
+def invoke_harness(harness: "Harness", name: str, arguments: Any) -> Observation:
+    """Call harness tool ``name``; always returns an observation."""
+    started = time.perf_counter()
+    try:
+        observation = _call(HARNESS_TOOLS, harness, name, arguments)
+    except Exception as exc:  # noqa: BLE001 - the same single conversion as for the episode's tools
+        observation = error_observation(name, exc)
+    return _with_elapsed(observation, started)
+
+
+def _call(registry: dict[str, ToolSpec], target: Any, name: str, arguments: Any) -> Observation:
+    spec = registry.get(name)
+    if spec is None:
+        raise ToolArgumentError(f"unknown tool {name!r}; the tools are {sorted(registry)}")
+    if not isinstance(arguments, dict):
+        raise ToolArgumentError(f"arguments of {name} must be an object, got {type(arguments).__name__}")
+    unknown = set(arguments) - set(spec.parameters["properties"])
+    missing = [r for r in spec.required if r not in arguments]
+    if unknown or missing:
+        raise ToolArgumentError(f"{name}: " + "; ".join(
+            ([f"unknown arguments {sorted(unknown)}"] if unknown else [])
+            + ([f"missing arguments {missing}"] if missing else [])))
+    for param, value in arguments.items():
+        if spec.parameters["properties"][param].get("type") == "integer" and (
+                not isinstance(value, int) or isinstance(value, bool)):
+            raise ToolArgumentError(f"{name}: {param} must be an integer, got {value!r}")
+    return spec.function(target, **arguments)
 
 
 def error_observation(tool_name: str, exc: BaseException) -> Observation:
@@ -219,6 +251,51 @@ def submit(episode: Episode, status: Status, answer: Any = None) -> Observation:
     grade = episode.finish(status, answer)
     note = f" (the task could not be graded: {grade.error})" if grade.error else ""
     return Observation("submit", True, f"submitted {status.value}; reward {grade.reward:g}{note}", data=grade)
+
+
+# ---------------------------------------------------------------- harness tools
+
+
+class Harness(Protocol):
+    """What harness tools need: start an episode, list the tasks."""
+
+    def reset(self, task_id: str, *, trial: int = 0) -> Any: ...
+
+    def task_ids(self, split: str | None) -> list[str]: ...
+
+
+@harness_tool
+def reset(harness: "Harness", task_id: str, trial: int = 0) -> Observation:
+    """Start the episode of a task and return its instructions and question (an open episode ends unsubmitted).
+
+    Args:
+        task_id: a task id of the release (see list_tasks).
+        trial: the trial number of this episode (0, 1, ... when a task is played several times).
+    """
+    observation = harness.reset(task_id, trial=trial)
+    text = f"{observation.system}\n\n{observation.prompt}"
+    return Observation("reset", True, text, data={
+        "task_id": observation.task_id, "trial": trial, "question": observation.question,
+        "answer_type": observation.answer_type, "unit": observation.unit, "statuses": list(observation.statuses)})
+
+
+@harness_tool
+def list_tasks(harness: "Harness", split: str = "test", offset: int = 0, limit: int = 200) -> Observation:
+    """List task ids of the release, one per line, in release order.
+
+    Args:
+        split: train, validation or test; "all" for every split.
+        offset: how many ids to skip.
+        limit: at most this many ids.
+    """
+    if offset < 0 or limit < 1:
+        raise ToolArgumentError("offset must be 0 or more and limit at least 1")
+    ids = harness.task_ids(None if split == "all" else split)
+    page = ids[offset: offset + limit]
+    rest = len(ids) - offset - len(page)
+    more = f"\n({rest} more: offset={offset + len(page)})" if rest > 0 else ""
+    return Observation("list_tasks", True, "\n".join(page) + f"\n({len(ids)} tasks in {split}){more}",
+                       data={"task_ids": page, "total": len(ids), "offset": offset})
 
 
 # ---------------------------------------------------------------- rendering

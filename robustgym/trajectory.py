@@ -56,6 +56,9 @@ class Trajectory:
     error: str | None  # why the episode could not be graded or the agent failed
     reset_ms: float
     total_ms: float
+    # The task's patient (None at population level): the bootstrap resamples patients. Optional so
+    # that trajectories written before it existed still read.
+    subject_id: int | None = None
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -130,3 +133,28 @@ def iter_jsonl(path: Path) -> Iterator[Trajectory]:
 
 def read_jsonl(path: Path) -> list[Trajectory]:
     return list(iter_jsonl(path))
+
+
+def recover_jsonl(path: Path) -> list[Trajectory]:
+    """The trajectories of a file a run was writing when it was stopped, for resuming it.
+
+    A last line cut short by the stop (no newline at its end and not a whole JSON object) is
+    removed from the file, so the resumed run appends after the last whole episode. Any other
+    unreadable line is an error naming the file and line: a file that is damaged elsewhere is not
+    silently half-resumed. A missing file holds no trajectory.
+    """
+    path = Path(path)
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        head, _, tail = data.rpartition(b"\n")
+        try:
+            json.loads(tail)
+        except ValueError:  # a torn write: drop it
+            with path.open("r+b") as f:
+                f.truncate(len(head) + 1 if head or data.startswith(b"\n") else 0)
+        else:
+            with path.open("ab") as f:  # whole but unterminated: terminate it so appends start a new line
+                f.write(b"\n")
+    return read_jsonl(path)

@@ -157,13 +157,15 @@ def read_candidate(paths: ProjectPaths) -> tuple[list, dict]:
           deps=[AssetName.RELEASE_CANDIDATE.value])
 def release(context: dg.AssetExecutionContext, config: ReleaseConfig, paths: ProjectPaths) -> dg.MaterializeResult:
     """The published release: releases/<version>/ with task files, manifest, dataset card and croissant."""
+    from robustgym.floors import release_floors  # the card prints the floors; pipeline never imports robustgym
+
     tasks, settings = read_candidate(paths)
     try:
         result = build_release(
             tasks, source_db=paths.source_db, version=config.version or None, releases_dir=paths.releases,
             seed=settings["seed"], split_shares=settings["split_shares"], noise_shares=settings["noise_shares"],
             intents=settings["intents"], redistributable=config.redistributable,
-            config={"release_candidate": settings}, progress=context.log.info)
+            config={"release_candidate": settings}, progress=context.log.info, score_release=release_floors)
     except ContractViolation as e:
         failures = [f for r in e.results for f in r.failures]
         raise dg.Failure(description=str(e), metadata={"failures": dg.MetadataValue.md(results_markdown(failures))})
@@ -179,6 +181,7 @@ def release(context: dg.AssetExecutionContext, config: ReleaseConfig, paths: Pro
         "diff": dg.MetadataValue.md(diff_markdown(result.diff) if result.diff else "identical rebuild: unchanged"),
         "base_database": m["base_database"] or f"not shipped; rebuild: {m['rebuild_command']}",
         "source_fingerprint": m["source"]["fingerprint"],
+        "floors": dg.MetadataValue.json(m.get("floors") or {}),
     })
 
 

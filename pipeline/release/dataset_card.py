@@ -24,6 +24,34 @@ def _fields_table() -> str:
     return "\n".join(lines)
 
 
+def floors_section(floors: dict | None) -> str:
+    """The reference floors (``robustgym.floors``): the line any reported model must clear."""
+    if not floors:
+        return ""
+    if not floors.get("agents"):
+        return f"\n\n## Reference floors\n\nNot scored: the {floors.get('split')} split has no task."
+    pct = lambda x: "–" if x is None else f"{100 * x:.1f}%"  # noqa: E731
+    ci = lambda c, f: f" [{f(c[0])}, {f(c[1])}]" if c else ""  # noqa: E731
+    score = lambda x: "–" if x is None else f"{x:+.3f}"  # noqa: E731
+    rows = "\n".join(f"| `{name}` | {score(a['reliability'])}{ci(a['reliability_ci'], score)} | "
+                     f"{pct(a['pairs'])}{ci(a['pairs_ci'], pct)} | {pct(a['clean'])} | {pct(a['noise'])} |"
+                     for name, a in floors["agents"].items())
+    bar = floors["bar"]
+    return f"""
+
+## Reference floors
+
+Agents that never look at the record, scored on the {floors['split']} split ({floors['tasks']} tasks;
+95% intervals from a bootstrap over patients): `abstain` always answers `no_evidence`, `clean_answer`
+gives the clean task's gold answer without checking anything. **A reported model must score above
+reliability {score(bar['reliability'])} and pair success {pct(bar['pairs'])}**; below that it does no
+better than ignoring the data.
+
+| floor | reliability | pair success | clean | noise |
+| --- | ---: | ---: | ---: | ---: |
+{rows}"""
+
+
 def render_dataset_card(manifest: dict, terms: SourceTerms, diff: dict | None = None) -> str:
     v = manifest["version"]
     counts = manifest["counts"]
@@ -81,7 +109,7 @@ Clean tasks and twins per intent, level and split:
 
 Per noise type:
 
-{noise_counts_markdown(counts)}
+{noise_counts_markdown(counts)}{floors_section(manifest.get('floors'))}
 
 ## Files
 

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -205,14 +206,18 @@ def build_release(tasks: Iterable[Task], *, source_db: Path, version: str | None
                   intents: Sequence[str] | None = None,
                   redistributable: bool | None = None,
                   validate_croissant_records: int = 5,
-                  progress: Callable[[str], None] | None = None) -> ReleaseResult:
+                  progress: Callable[[str], None] | None = None,
+                  score_release: Callable[[Path, Path], Mapping[str, Any]] | None = None) -> ReleaseResult:
     """Split ``tasks``, validate them against the contracts, and publish ``releases_dir/version``.
 
     ``version``: a semantic version, or None for ``content_version`` (package version + digest).
     ``intents``: the intents that must have tasks (default: every intent the source did not
     disable). ``noise_shares``: the configured noise mix the twins are checked against.
     ``redistributable``: ship the base database or not (default: decided by the source, see
-    ``pipeline.release.base_database``). Raises ``ContractViolation`` (nothing published) when a
+    ``pipeline.release.base_database``). ``score_release(folder, source_db)`` runs on the written
+    folder before the card (the release asset passes ``robustgym.floors.release_floors``: the
+    reference floors, which the card prints); the keys it returns are added to the manifest.
+    Raises ``ContractViolation`` (nothing published) when a
     critical expectation fails, ``ReleaseConflict`` when the version exists with other tasks.
     """
     say = progress or (lambda message: None)
@@ -291,6 +296,10 @@ def build_release(tasks: Iterable[Task], *, source_db: Path, version: str | None
                              version, written, counts)
         write_diff(tmp, diff)
         write_manifest(tmp, manifest)
+        if score_release is not None:
+            say("scoring the release (reference floors)")
+            manifest.update(score_release(tmp, source_db))
+            write_manifest(tmp, manifest)
         write_dataset_card(tmp, render_dataset_card(manifest, terms, diff))
         write_croissant(tmp, build_croissant(manifest, terms, FIELD_DESCRIPTIONS))
 

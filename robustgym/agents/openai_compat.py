@@ -12,6 +12,7 @@ turns. Configuration comes from the environment when the agent is made (never at
 Only the standard library is used for HTTP, so no client package is needed.
 """
 
+import http.client
 import json
 import os
 import time
@@ -41,7 +42,10 @@ class EndpointConfig:
     timeout_s: float = 120.0
     temperature: float = 0.0
     max_turns: int = 30
+    # further attempts after a 408/409/429/5xx, a timeout, a dropped connection or a body that is not JSON
     retries: int = 3
+    backoff_s: float = 0.5  # wait before retry i: backoff_s * 2**i, or the server's Retry-After (at most max_backoff_s)
+    max_backoff_s: float = 30.0
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> "EndpointConfig":
@@ -108,22 +112,36 @@ class OpenAICompatAgent:
         if self.config.api_key:
             headers["Authorization"] = f"Bearer {self.config.api_key}"
         data = json.dumps(body).encode()
+        problem = "no answer"
         for attempt in range(self.config.retries + 1):
+            wait = self.config.backoff_s * 2 ** attempt
             request = urllib.request.Request(url, data=data, headers=headers, method="POST")
             try:
                 with urllib.request.urlopen(request, timeout=self.config.timeout_s) as response:
-                    return json.loads(response.read())
+                    raw = response.read()
+                try:
+                    return json.loads(raw)
+                except (json.JSONDecodeError, UnicodeDecodeError) as exc:  # a cut or garbled body: ask again
+                    problem = f"answered with something that is not JSON ({exc}): {raw[:200]!r}"
             except urllib.error.HTTPError as exc:
                 detail = exc.read()[:300].decode("utf-8", "replace")
-                if exc.code not in RETRY_STATUS or attempt == self.config.retries:
-                    raise EndpointError(f"{url} answered HTTP {exc.code}: {detail}") from None
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-                if attempt == self.config.retries:
-                    raise EndpointError(f"{url} unreachable: {exc}") from None
-            except json.JSONDecodeError as exc:
-                raise EndpointError(f"{url} answered with something that is not JSON: {exc}") from None
-            time.sleep(0.5 * 2 ** attempt)
-        raise EndpointError(f"{url}: no answer")  # unreachable: the loop returns or raises
+                problem = f"answered HTTP {exc.code}: {detail}"
+                if exc.code not in RETRY_STATUS:
+                    raise EndpointError(f"{url} {problem}") from None
+                wait = _retry_after(exc.headers.get("Retry-After"), wait)
+            except (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException) as exc:
+                problem = f"unreachable or too slow (timeout {self.config.timeout_s:g} s): {exc}"
+            if attempt < self.config.retries:
+                time.sleep(min(wait, self.config.max_backoff_s))
+        raise EndpointError(f"{url} {problem} (after {self.config.retries + 1} attempts)")
+
+
+def _retry_after(header: str | None, default: float) -> float:
+    """Seconds a 429/503 asks us to wait (``Retry-After: <seconds>``), else ``default``."""
+    try:
+        return max(float(header), 0.0) if header is not None else default
+    except ValueError:
+        return default  # an HTTP date: rare for APIs; keep our own backoff
 
 
 register_agent("openai")(OpenAICompatAgent)

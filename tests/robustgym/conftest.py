@@ -4,7 +4,8 @@
   sandbox and environment tests know by construction (which rows a twin hides, which value it
   changes).
 - ``pipeline_release``: a release built by the pipeline itself (templates, noise, release stage) on
-  the same database: what the reference agents are scored on.
+  the same database, with the reference floors scored by the build (``robustgym.floors``): what
+  the reference agents are scored on.
 """
 
 from collections import Counter
@@ -34,6 +35,7 @@ def pipeline_release(demo_full_db, tmp_path_factory) -> Release:
     from pipeline.noise.build import build_pairs
     from pipeline.release.publish import build_release
     from pipeline.templates.extract import extract_clean_tasks
+    from robustgym.floors import release_floors
 
     extracted = extract_clean_tasks(demo_full_db, tasks_per_template=1, seed=0)
     per: Counter = Counter()
@@ -47,7 +49,7 @@ def pipeline_release(demo_full_db, tmp_path_factory) -> Release:
     clean = [t for t in clean if t.task_id in with_twins]  # the release contract wants a twin per clean task
     result = build_release(clean + list(twins), source_db=demo_full_db, version="0.0.1",
                            releases_dir=tmp_path_factory.mktemp("pipeline_releases"), seed=0,
-                           intents=sorted({t.intent.value for t in clean}))
+                           intents=sorted({t.intent.value for t in clean}), score_release=release_floors)
     return load_release(result.path, base_database=demo_full_db)
 
 

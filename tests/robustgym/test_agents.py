@@ -1,22 +1,34 @@
 """The reference agents on a release the pipeline built from the demo: the oracle scores 100% on
 every split, the naive agent near 100% on clean tasks and markedly lower on noisy ones, the checking
-agent closes part of that gap. The registry refuses duplicates, and an agent that fails does not
-stop a run."""
+agent closes part of that gap, and neither floor (always abstain; copy the clean answer) can pass for
+a robust agent. The registry refuses duplicates, and an agent that fails does not stop a run."""
 
 import pytest
 
 from pipeline.vocabulary import Split
-from robustgym.agents import DuplicateAgentError, Plan, Privilege, agent_names, hint_for, make_agent, register_agent
+from robustgym.agents import (CleanAnswer, DuplicateAgentError, Plan, Privilege, agent_names, hint_for, make_agent,
+                              register_agent)
 from robustgym.metrics import summarize
 from robustgym.runner import run_agent
 
 
+AGENTS = ("oracle", "naive", "checking", "abstain", "clean_answer")
+
+
 @pytest.fixture(scope="module")
-def scores(pipeline_release):
-    out = {}
-    for name in ("oracle", "naive", "checking"):
-        out[name] = {s.value: summarize(run_agent(pipeline_release, make_agent(name), split=s)) for s in Split}
-    return out
+def runs(pipeline_release):
+    return {name: run_agent(pipeline_release, make_agent(name)) for name in AGENTS}
+
+
+@pytest.fixture(scope="module")
+def scores(runs):
+    return {name: {s.value: summarize([t for t in trajectories if t.split == s.value], resamples=200)
+                   for s in Split} for name, trajectories in runs.items()}
+
+
+@pytest.fixture(scope="module")
+def overall(runs):
+    return {name: summarize(trajectories) for name, trajectories in runs.items()}
 
 
 @pytest.mark.parametrize("split", [s.value for s in Split])
@@ -42,6 +54,37 @@ def test_the_checking_agent_is_more_robust_than_the_naive_one(scores):
         assert scores["checking"][split.value]["reliability"]["score"] > scores["naive"][split.value]["reliability"]["score"]
 
 
+def test_always_abstaining_scores_at_most_zero_reliability(overall, scores):
+    assert overall["abstain"]["reliability"]["score"] <= 0
+    assert overall["abstain"]["overall"]["noise"]["success"] > 0  # it does get twins right, and still loses
+    assert all(scores["abstain"][s.value]["reliability"]["score"] <= 0 for s in Split)
+    assert overall["abstain"]["overall"]["pairs"]["success"] == 0
+
+
+def test_copying_the_clean_answer_scores_below_checking_and_checking_above_naive(overall):
+    reliability = {name: overall[name]["reliability"]["score"] for name in AGENTS}
+    pairs = {name: overall[name]["overall"]["pairs"]["success"] for name in AGENTS}
+    assert overall["clean_answer"]["overall"]["clean"]["success"] == 1.0
+    assert reliability["clean_answer"] < reliability["checking"] and pairs["clean_answer"] < pairs["checking"]
+    assert reliability["naive"] < reliability["checking"] and pairs["naive"] < pairs["checking"]
+    assert reliability["checking"] < reliability["oracle"] == 1.0
+    assert max(reliability["abstain"], reliability["clean_answer"]) < reliability["checking"]
+
+
+def test_the_release_build_scores_the_floors_on_the_test_split_and_the_card_prints_them(pipeline_release, overall):
+    floors = pipeline_release.manifest["floors"]
+    assert floors["split"] == "test" and floors["tasks"] == len(pipeline_release.tasks("test"))
+    assert set(floors["agents"]) == {"abstain", "clean_answer"}
+    assert floors["agents"]["abstain"]["reliability"] <= 0
+    assert floors["agents"]["clean_answer"]["clean"] == 1.0
+    assert floors["bar"]["reliability"] == max(a["reliability"] for a in floors["agents"].values())
+    test_only = summarize(run_agent(pipeline_release, make_agent("clean_answer"), split="test"))
+    assert floors["agents"]["clean_answer"]["reliability"] == test_only["reliability"]["score"]
+    card = (pipeline_release.root / "README.md").read_text()
+    assert "## Reference floors" in card and "| `abstain` |" in card and "| `clean_answer` |" in card
+    assert f"reliability {floors['bar']['reliability']:+.3f}" in card
+
+
 def test_on_the_hand_made_release_the_checking_agent_catches_every_planted_noise(demo_release):
     summary = summarize(run_agent(demo_release, make_agent("checking")))
     assert summary["overall"]["clean"]["success"] == 1.0
@@ -58,10 +101,15 @@ def test_reference_agents_get_only_the_hint_their_privilege_allows(demo_release)
     assert hint_for(task, Privilege.NONE) is None
     assert hint_for(task, Privilege.ORACLE) is task
     assert make_agent("openai", base_url="http://127.0.0.1:9", model="m").privilege == Privilege.NONE
+    clean = demo_release.task(task.clean_task_id)
+    copied = hint_for(task, Privilege.CLEAN_ANSWER, clean)
+    assert isinstance(copied, CleanAnswer) and copied.answer == clean.answer and not hasattr(copied, "gold_sql")
+    with pytest.raises(ValueError, match="needs its clean task"):
+        hint_for(task, Privilege.CLEAN_ANSWER)
 
 
 def test_agents_are_registered_once(monkeypatch):
-    assert {"oracle", "naive", "checking", "openai"} <= set(agent_names())
+    assert {"oracle", "naive", "checking", "openai", "abstain", "clean_answer"} <= set(agent_names())
     with pytest.raises(DuplicateAgentError, match="naive"):
         register_agent("naive")(object)
     with pytest.raises(KeyError, match="no agent named 'nobody'"):

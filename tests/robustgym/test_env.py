@@ -2,6 +2,7 @@
 task's patch laid over it (O(patch), no copy, isolated from every other episode), tools answer
 every call with an observation, submit ends the episode with the verifier's reward."""
 
+import threading
 import time
 
 from robustgym.env import Env, Limits
@@ -61,6 +62,37 @@ def test_episodes_are_isolated_from_each_other(demo_release):
         assert rows(b, count) == [[len(twin.patch.hide)]]
         a.reset(twin.clean_task_id)  # the twin's views die with its episode
         assert rows(a, count) == [[len(twin.patch.hide)]]
+
+
+def test_workers_in_threads_share_the_base_instance_and_see_only_their_own_patch(demo_release):
+    twin = by_noise(demo_release, "missing_evidence")
+    hadm = dict((s.name, s.value) for s in twin.slots)["hadm_id"]
+    count = f"SELECT count(*) FROM labevents WHERE hadm_id = {hadm} AND itemid = 50971 AND valuenum IS NOT NULL"
+    seen: dict[str, list] = {"twin": [], "clean": []}
+    barrier = threading.Barrier(2)
+
+    def play(env, task_id, key):
+        env.reset(task_id)
+        barrier.wait()  # both episodes are open at once
+        for _ in range(20):
+            seen[key].append(rows(env, count)[0][0])
+        env.submit("no_evidence")
+
+    with Env(demo_release) as owner:
+        workers = [owner.worker(), owner.worker()]
+        assert all(w._db is owner._db for w in workers)  # one instance, base attached once
+        threads = [threading.Thread(target=play, args=(workers[0], twin.task_id, "twin")),
+                   threading.Thread(target=play, args=(workers[1], twin.clean_task_id, "clean"))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert seen == {"twin": [0] * 20, "clean": [len(twin.patch.hide)] * 20}
+        assert workers[0].result.passed and not workers[1].result.passed
+        for w in workers:
+            w.close()  # a worker's close leaves the shared instance open
+        owner.reset(twin.task_id)
+        assert rows(owner, count) == [[0]]
 
 
 def test_a_reset_lays_views_for_the_patched_tables_only_and_copies_nothing(env, demo_release):

@@ -1,5 +1,6 @@
-"""``robustgym eval`` writes report.json, report.md, report.png and the trajectories, shows
-progress on stderr, and refuses a folder that is not a release."""
+"""``robustgym eval`` writes report.json, report.md, report.png, report.svg and the trajectories,
+shows progress on stderr, and refuses a folder that is not a release; ``robustgym compare`` puts
+several reports into one leaderboard."""
 
 import json
 
@@ -26,6 +27,7 @@ def test_eval_writes_the_report_files_and_the_trajectories(naive_run, demo_relea
     assert report["tasks"] == len(tasks) and report["episodes"] == 3 * len(tasks)
     assert len(read_jsonl(out / "trajectories.jsonl")) == 3 * len(tasks)
     assert (out / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "report.svg").exists()
     markdown = (out / "report.md").read_text()
     assert "Robustness gap" in markdown and "| laboratory |" in markdown and "pass^k" in markdown
 
@@ -63,3 +65,69 @@ def test_a_folder_that_is_not_a_release_exits_2(tmp_path, capsys):
 def test_an_unknown_agent_exits_2(demo_release_dir, tmp_path, capsys):
     assert main(["eval", "--release", str(demo_release_dir), "--agent", "gpt-9", "--out", str(tmp_path)]) == 2
     assert "no agent named 'gpt-9'" in capsys.readouterr().err
+
+
+def test_the_report_carries_intervals_pairs_and_an_svg_chart(naive_run):
+    _, out = naive_run
+    report = json.loads((out / "report.json").read_text())
+    overall = report["overall"]
+    for rate in (overall["clean"], overall["noise"], overall["pairs"]):
+        lo, hi = rate["ci"]
+        assert lo <= rate["success"] <= hi
+    assert report["bootstrap"]["unit"] == "patient" and report["bootstrap"]["resamples"] == 1000
+    assert overall["pairs"]["pairs"] > 0 and overall["pairs"]["episodes"] == 3 * overall["pairs"]["pairs"]
+    assert set(report["pass_k"]) == {"all", "clean", "noise", "pairs"}
+    svg = (out / "report.svg").read_text()
+    assert svg.lstrip().startswith("<?xml") and "<svg" in svg
+    assert "per noise type" in svg and "pass^k" in svg
+    markdown = (out / "report.md").read_text()
+    assert "pairs (clean task and twin both right, same trial)" in markdown and "95% confidence intervals" in markdown
+
+
+def test_the_same_summary_gives_byte_identical_report_files(naive_run, tmp_path):
+    from robustgym.report import write_report
+
+    _, out = naive_run
+    report = json.loads((out / "report.json").read_text())
+    meta = report.pop("meta")
+    a = write_report(report, meta, tmp_path / "a")
+    b = write_report(report, meta, tmp_path / "b")
+    for kind in ("json", "md", "png", "svg"):
+        assert a[kind].read_bytes() == b[kind].read_bytes(), kind
+
+
+@pytest.fixture(scope="module")
+def oracle_run(demo_release_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("eval_oracle")
+    assert main(["eval", "--release", str(demo_release_dir), "--agent", "oracle", "--trials", "3",
+                 "--split", "validation", "--out", str(out), "--quiet"]) == 0
+    return out
+
+
+def test_compare_ranks_the_agents_in_one_table_and_chart(naive_run, oracle_run, tmp_path, capsys):
+    _, naive_out = naive_run
+    assert main(["compare", str(naive_out), str(oracle_run), "--out", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    rows = [line for line in printed.splitlines() if line.startswith("| 1 |") or line.startswith("| 2 |")]
+    assert rows[0].startswith("| 1 | oracle |") and rows[1].startswith("| 2 | naive |")
+    board = json.loads((tmp_path / "leaderboard.json").read_text())
+    assert [r["agent"] for r in board] == ["oracle", "naive"]
+    assert board[0]["reliability"] == 1.0 and board[1]["pass_hat_k"]["k"] == "3"
+    assert (tmp_path / "leaderboard.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "<svg" in (tmp_path / "leaderboard.svg").read_text()
+    assert (tmp_path / "leaderboard.md").read_text().count("| oracle |") == 1
+
+
+def test_compare_refuses_reports_of_different_splits_and_folders_without_a_report(naive_run, demo_release_dir,
+                                                                                    tmp_path, capsys):
+    _, naive_out = naive_run
+    other = tmp_path / "test_split"
+    assert main(["eval", "--release", str(demo_release_dir), "--agent", "oracle", "--split", "test",
+                 "--out", str(other), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(naive_out), str(other)]) == 2
+    assert "different releases or splits" in capsys.readouterr().err
+    assert main(["compare", str(naive_out), str(other), "--allow-mixed"]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(naive_out), str(tmp_path / "nothing")]) == 2
+    assert "nothing/report.json: not found" in capsys.readouterr().err

@@ -1,8 +1,11 @@
-"""The OpenAI-compatible adapter against a small local fake server (127.0.0.1) that replays a
-script of assistant messages with tool calls and records every request it receives."""
+"""The OpenAI-compatible adapter end to end against a real local HTTP server (127.0.0.1, started by
+the test) that serves ``/v1/chat/completions`` from a script of assistant messages with tool calls,
+and can answer 429/500 (with Retry-After), reply slowly, or send a malformed body; it records every
+request it receives."""
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -11,6 +14,7 @@ from robustgym.agents import make_agent
 from robustgym.agents.openai_compat import EndpointConfig, EndpointError, OpenAICompatAgent
 from robustgym.cli import main
 from robustgym.env import Env
+from robustgym.runner import run_agent
 from robustgym.trajectory import read_jsonl
 
 
@@ -25,24 +29,53 @@ def completion(message: dict) -> dict:
 
 
 class FakeServer:
-    """Replays ``script`` (a list of (http_status, message)) in order; the last entry repeats."""
+    """Replays ``script`` in order, the last entry repeating. An entry is ``(http_status, message)`` or
+    a dict with ``status`` (default 200), ``message``, ``headers``, ``delay`` (seconds before the
+    reply) and ``raw`` (a body sent as is, e.g. a malformed one)."""
 
     def __init__(self, script):
         self.script, self.requests, self.headers = list(script), [], []
+        self.lock = threading.Lock()
+        self.in_flight = self.most_in_flight = 0
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests.append({"path": self.path, "body": body})
-                server.headers.append(dict(self.headers))
-                status, message = server.script.pop(0) if len(server.script) > 1 else server.script[0]
-                payload = json.dumps(completion(message) if status == 200 else {"error": "busy"}).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                with server.lock:
+                    server.requests.append({"path": self.path, "body": body})
+                    server.headers.append(dict(self.headers))
+                    entry = server.script.pop(0) if len(server.script) > 1 else server.script[0]
+                    server.in_flight += 1
+                    server.most_in_flight = max(server.most_in_flight, server.in_flight)
+                try:
+                    self.reply(entry)
+                finally:
+                    with server.lock:
+                        server.in_flight -= 1
+
+            def reply(self, entry):
+                if isinstance(entry, tuple):
+                    entry = {"status": entry[0], "message": entry[1]}
+                status = entry.get("status", 200)
+                if entry.get("delay"):
+                    time.sleep(entry["delay"])
+                if "raw" in entry:
+                    payload = entry["raw"]
+                elif status == 200:
+                    payload = json.dumps(completion(entry["message"])).encode()
+                else:
+                    payload = json.dumps({"error": "busy"}).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    for name, value in entry.get("headers", {}).items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up waiting (the slow-reply case)
 
             def log_message(self, *args):
                 pass
@@ -141,3 +174,82 @@ def test_robustgym_eval_runs_an_llm_agent_through_the_endpoint(demo_release_dir,
     assert trajectories and all(t.agent == "openai" and t.submission == {"status": "no_evidence", "answer": None}
                                 for t in trajectories)
     assert any(t.passed for t in trajectories) and not all(t.passed for t in trajectories)
+
+
+def submit_call(status="no_evidence", answer=None) -> dict:
+    arguments = {"status": status} if answer is None else {"status": status, "answer": answer}
+    return {"role": "assistant", "content": None, "tool_calls": [tool_call(9, "submit", arguments)]}
+
+
+def play(release, server, **config):
+    task = next(t for t in release.tasks("test") if t.noise_type and t.noise_type.value == "missing_evidence")
+    with Env(release, agent_name="openai") as env:
+        agent = OpenAICompatAgent(EndpointConfig(base_url=server.url, model="m", **config))
+        agent.run(env, env.reset(task.task_id), None, seed=0)
+        return env.result
+
+
+def test_429_and_500_are_retried_and_retry_after_is_honoured(demo_release, monkeypatch):
+    import robustgym.agents.openai_compat as adapter
+
+    waits = []
+    monkeypatch.setattr(adapter.time, "sleep", waits.append)
+    script = [{"status": 429, "headers": {"Retry-After": "7"}}, {"status": 500}, (200, submit_call())]
+    with FakeServer(script) as server:
+        result = play(demo_release, server, retries=3, backoff_s=0.25)
+    assert result.passed and len(server.requests) == 3
+    assert waits == [7.0, 0.5]  # as the 429 asked; then the backoff for the second retry (0.25 * 2)
+
+
+def test_a_reply_slower_than_the_timeout_is_abandoned_and_retried(demo_release):
+    script = [{"delay": 1.5, "message": submit_call("answered", 1)}, (200, submit_call())]
+    with FakeServer(script) as server:
+        result = play(demo_release, server, timeout_s=0.4, retries=2, backoff_s=0.01)
+    # the slow reply (an answer) was given up on; the retry's reply (no_evidence) was played
+    assert result.passed and result.trajectory.submission == {"status": "no_evidence", "answer": None}
+    assert len(server.requests) == 2
+
+
+def test_a_slow_reply_within_the_timeout_is_simply_awaited(demo_release):
+    with FakeServer([{"delay": 0.3, "message": submit_call()}]) as server:
+        result = play(demo_release, server, timeout_s=5, retries=0)
+    assert result.passed and len(server.requests) == 1
+
+
+def test_a_malformed_reply_is_asked_again(demo_release):
+    script = [{"raw": b'{"choices": [{"message": {"role": "assist'}, (200, submit_call())]
+    with FakeServer(script) as server:
+        result = play(demo_release, server, retries=2, backoff_s=0.01)
+    assert result.passed and len(server.requests) == 2
+
+
+def test_an_endpoint_that_keeps_sending_garbage_fails_the_episode_and_the_run_goes_on(demo_release):
+    with FakeServer([{"raw": b"<html>502 Bad Gateway</html>"}]) as server:
+        agent = OpenAICompatAgent(EndpointConfig(base_url=server.url, model="m", retries=1, backoff_s=0.01))
+        with Env(demo_release) as env:
+            with pytest.raises(EndpointError, match="not JSON.*after 2 attempts"):
+                agent.run(env, env.reset(demo_release.tasks("test")[0].task_id), None, seed=0)
+        trajectories = run_agent(demo_release, agent, split="test")
+    assert len(trajectories) == len(demo_release.tasks("test"))
+    assert all(t.outcome == "no_submission" and "EndpointError" in t.error for t in trajectories)
+
+
+def test_json_that_is_not_a_chat_completion_is_a_clear_error(demo_release):
+    with FakeServer([{"raw": b'{"object": "error", "message": "model not loaded"}'}]) as server, \
+            Env(demo_release) as env:
+        agent = OpenAICompatAgent(EndpointConfig(base_url=server.url, model="m"))
+        with pytest.raises(EndpointError, match="not a chat completion.*model not loaded"):
+            agent.run(env, env.reset(demo_release.tasks("test")[0].task_id), None, seed=0)
+
+
+def test_concurrent_llm_episodes_share_one_endpoint(demo_release_dir, tmp_path, monkeypatch):
+    script = [{"delay": 0.2, "message": submit_call()}]
+    with FakeServer(script) as server:
+        monkeypatch.setenv("ROBUSTGYM_LLM_BASE_URL", server.url)
+        monkeypatch.setenv("ROBUSTGYM_LLM_MODEL", "fake")
+        code = main(["eval", "--release", str(demo_release_dir), "--agent", "openai", "--out", str(tmp_path),
+                     "--quiet", "--concurrency", "8"])
+    trajectories = read_jsonl(tmp_path / "trajectories.jsonl")
+    assert code == 0 and len(trajectories) == len(server.requests) > 8
+    assert len({(t.task_id, t.trial) for t in trajectories}) == len(trajectories)
+    assert server.most_in_flight > 1  # episodes did wait on the endpoint at the same time (speed: benchmarks/)

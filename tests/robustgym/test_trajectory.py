@@ -69,3 +69,12 @@ def test_a_trajectory_becomes_a_chat_transcript_for_fine_tuning(logged):
     assert call["function"]["name"] == "sql" and json.loads(call["function"]["arguments"])["query"]
     assert messages[3]["tool_call_id"] == call["id"]
     assert messages[-2]["tool_calls"][0]["function"]["name"] == "submit"
+
+
+def test_a_trajectory_records_its_patient_and_older_lines_without_it_still_read(logged):
+    path, task = logged
+    first = read_jsonl(path)[0]
+    assert first.subject_id == task.subject_id is not None
+    data = first.to_dict()
+    del data["subject_id"]
+    assert Trajectory.from_dict(data).subject_id is None
