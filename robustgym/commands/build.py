@@ -2,8 +2,10 @@
 
 Every asset of the Dagster code location (``assets.definitions``) is materialized in-process, in
 dependency order, with the same checks as in the UI: a failed blocking check stops the build and
-nothing is published. With ``DAGSTER_HOME`` set, the runs are recorded in that instance (and show
-in ``dagster dev``); otherwise in a throwaway one.
+nothing is published; a check that warns is printed with its evidence. Long stages report their
+progress (``pipeline.progress``), shown with an ETA. With ``DAGSTER_HOME`` set, the runs are
+recorded in that instance (and show in ``dg dev``); otherwise in a throwaway one, with Dagster's
+telemetry off.
 """
 
 import argparse
@@ -71,12 +73,39 @@ def settings_from(args: argparse.Namespace) -> dict:
     return settings
 
 
-def run(args: argparse.Namespace, defs=None) -> int:
-    # Dagster and the pipeline are imported here: `robustgym --help` stays quick.
+class ProgressPrinter:
+    """Prints what the build reports: step lines as they come, stage events with an ETA."""
+
+    def __init__(self, out=None):
+        from pipeline.progress import Eta
+
+        self.out = out or sys.stderr
+        self.eta = Eta()
+
+    def __call__(self, message: str) -> None:
+        from pipeline.progress import ProgressEvent, format_seconds
+
+        if isinstance(message, ProgressEvent):
+            left = self.eta.update(message)
+            eta = f" (ETA {format_seconds(left)})" if left is not None and message.done < message.total else ""
+            message = f"    {message}{eta}"
+        print(message, file=self.out, flush=True)
+
+
+def cli_instance():
+    """``$DAGSTER_HOME``'s instance when set (its own dagster.yaml decides telemetry), else a
+    throwaway one with telemetry off: no banner in the middle of a build."""
     import os
 
     import dagster as dg
 
+    if os.environ.get("DAGSTER_HOME"):
+        return dg.DagsterInstance.get()
+    return dg.DagsterInstance.ephemeral(settings={"telemetry": {"enabled": False}})
+
+
+def run(args: argparse.Namespace, defs=None) -> int:
+    # Dagster and the pipeline are imported here: `robustgym --help` stays quick.
     from assets.release.rebuild import config_fields, run_graph
     from assets.resources import ProjectPaths
     from pipeline.vocabulary import AssetName
@@ -91,8 +120,8 @@ def run(args: argparse.Namespace, defs=None) -> int:
               file=sys.stderr)
         return 2
     paths = ProjectPaths(data_dir=str(args.data_dir), releases_dir=str(args.releases_dir))
-    instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
-    say = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
+    instance = cli_instance()
+    say = ProgressPrinter()
     started = time.perf_counter()
     with instance:
         graph = run_graph(defs, settings=settings_from(args), resources={"paths": paths}, instance=instance,
@@ -103,9 +132,7 @@ def run(args: argparse.Namespace, defs=None) -> int:
               file=sys.stderr)
         for check in step.failed_checks if step else ():
             print(f"\ncheck {check.asset}.{check.check} ({check.severity}) failed:", file=sys.stderr)
-            for key in ("summary", "tables_failing", "failures", "problems"):
-                if key in check.metadata:
-                    print(check.metadata[key], file=sys.stderr)
+            print(check.evidence, file=sys.stderr)
         print("nothing was published", file=sys.stderr)
         return 1
     published = graph.last(AssetName.RELEASE.value)
