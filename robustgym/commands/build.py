@@ -74,33 +74,62 @@ def settings_from(args: argparse.Namespace) -> dict:
 
 
 class ProgressPrinter:
-    """Prints what the build reports: step lines as they come, stage events with an ETA."""
+    """Prints what the build reports: step lines and plain messages as they come, a stage's progress
+    events with an ETA. On a terminal an event rewrites one line in place; elsewhere (a log file, CI)
+    a stage prints its first and last event and one every ``every`` seconds in between."""
 
-    def __init__(self, out=None):
+    def __init__(self, out=None, every: float = 10.0, clock=None):
+        import time
+
         from pipeline.progress import Eta
 
         self.out = out or sys.stderr
-        self.eta = Eta()
+        self.clock = clock or time.monotonic
+        self.eta = Eta(clock=self.clock)
+        self.every = every
+        self.live = bool(getattr(self.out, "isatty", lambda: False)())
+        self._last_printed: dict[tuple[str, str], float] = {}
+        self._open_line = False
 
     def __call__(self, message: str) -> None:
         from pipeline.progress import ProgressEvent, format_seconds
 
-        if isinstance(message, ProgressEvent):
-            left = self.eta.update(message)
-            eta = f" (ETA {format_seconds(left)})" if left is not None and message.done < message.total else ""
-            message = f"    {message}{eta}"
-        print(message, file=self.out, flush=True)
+        if not isinstance(message, ProgressEvent):
+            self._write(message)
+            return
+        left = self.eta.update(message)
+        eta = f" (ETA {format_seconds(left)})" if left is not None and message.done < message.total else ""
+        line = f"    {message}{eta}"
+        if self.live:
+            print("\r" + line[:160].ljust(160), end="", file=self.out, flush=True)
+            self._open_line = True
+            return
+        key, now = (message.stage, message.unit), self.clock()
+        edge = message.done in (0, message.total)
+        if edge or now - self._last_printed.get(key, float("-inf")) >= self.every:
+            self._last_printed[key] = now
+            self._write(line)
+
+    def _write(self, line: str) -> None:
+        if self._open_line:
+            print(file=self.out)
+            self._open_line = False
+        print(line, file=self.out, flush=True)
 
 
 def cli_instance():
-    """``$DAGSTER_HOME``'s instance when set (its own dagster.yaml decides telemetry), else a
-    throwaway one with telemetry off: no banner in the middle of a build."""
+    """The instance the build records its runs in, with Dagster's telemetry off (no banner in the
+    middle of a build): ``$DAGSTER_HOME``'s storage when set, so the runs show in ``dg dev``
+    (its dagster.yaml with telemetry overridden for this process only), else a throwaway one."""
     import os
 
     import dagster as dg
+    from dagster._core.instance.ref import InstanceRef
 
-    if os.environ.get("DAGSTER_HOME"):
-        return dg.DagsterInstance.get()
+    home = os.environ.get("DAGSTER_HOME")
+    if home:
+        ref = InstanceRef.from_dir(os.path.expanduser(home), overrides={"telemetry": {"enabled": False}})
+        return dg.DagsterInstance.from_ref(ref)
     return dg.DagsterInstance.ephemeral(settings={"telemetry": {"enabled": False}})
 
 
