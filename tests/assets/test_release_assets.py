@@ -86,7 +86,8 @@ def _published(paths: ProjectPaths) -> list[str]:
 @pytest.fixture(scope="module")
 def good_run(table, demo_db, tmp_path_factory):
     paths = _stage_outputs(table, demo_db, tmp_path_factory.mktemp("good"))
-    return paths, _run(paths, observed_noise_shares(demo_tasks(demo_db)), version="1.0.0")
+    return paths, _run(paths, observed_noise_shares(demo_tasks(demo_db)), version="1.0.0",
+                       url="https://example.org/robustgym", creator="A Lab")
 
 
 def test_the_release_group_publishes_a_validated_release(good_run):
@@ -101,6 +102,10 @@ def test_the_release_group_publishes_a_validated_release(good_run):
     meta = materialized["release"].materialization.metadata
     assert meta["version"].value == "1.0.0" and meta["dagster/row_count"].value == manifest["counts"]["total"]
     assert [c.name for c in meta["dagster/column_schema"].schema.columns][:3] == ["task_id", "clean_task_id", "variant"]
+    # Where it is published is release config, stated in croissant.json and the card, never made up.
+    croissant = json.loads((paths.releases / "1.0.0" / "croissant.json").read_text())
+    assert croissant["url"] == "https://example.org/robustgym" and croissant["creator"]["name"] == "A Lab"
+    assert manifest["config"]["publication"] == {"url": "https://example.org/robustgym", "creator": "A Lab"}
 
 
 def test_contract_checks_report_every_expectation_with_its_result(good_run):
