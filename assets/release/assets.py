@@ -8,6 +8,7 @@ critical expectation stops the run before ``release`` publishes anything. ``rele
 
 import json
 import shutil
+from collections import Counter
 from pathlib import Path
 from typing import Optional
 
@@ -33,6 +34,7 @@ from pipeline.release import build_release
 from pipeline.release.assembly import collect_pairs
 from pipeline.release.diff import diff_markdown
 from pipeline.release.manifest import count_tasks, counts_markdown
+from pipeline.release.publication import DEFAULT_CREATOR
 from pipeline.release.publish import check_all_split
 from pipeline.release.splits import assign_splits, normalise_shares
 from pipeline.release.task_files import read_tasks, tasks_table, write_tasks
@@ -72,13 +74,13 @@ class ReleaseConfig(dg.Config):
     version: str = ""
     # Ship base.duckdb: empty decides by source (synthetic and demo yes, credentialed MIMIC-IV no).
     redistributable: Optional[bool] = None
-    # Where the release can be found (croissant.json's url, the card's homepage); empty: not stated.
+    # Where the release can be found (croissant.json's url, the card's citation); empty: stated nowhere.
     url: str = ""
     # Who publishes it (croissant.json's creator, the card's BibTeX author).
-    creator: str = "EHR-RobustGym contributors"
+    creator: str = DEFAULT_CREATOR
 
 
-def publication(config: ReleaseConfig) -> dict:
+def publication_config(config: ReleaseConfig) -> dict:
     """``manifest.config.publication``: what the card and croissant.json say about who publishes it, where."""
     return {"url": config.url, "creator": config.creator}
 
@@ -105,8 +107,6 @@ def candidate_dir(paths: ProjectPaths) -> Path:
 
 
 def _answers_per_intent(tasks) -> dg.TableMetadataValue:
-    from collections import Counter
-
     per = Counter((t.intent.value, t.level.value, t.answer_type.value) for t in tasks if t.variant == "clean")
     return distribution([("intent", "string"), ("level", "string"), ("answer_type", "string"), ("tasks", "int")],
                         [(*k, n) for k, n in sorted(per.items(), key=lambda kv: (list(Intent).index(kv[0][0]),
@@ -114,9 +114,7 @@ def _answers_per_intent(tasks) -> dg.TableMetadataValue:
 
 
 def _noise_mix(counts: dict) -> dg.TableMetadataValue:
-    from collections import Counter
-
-    per = Counter()
+    per: Counter = Counter()
     for cell in counts["by_category"]:
         per[(cell["noise_type"], cell["split"])] += cell["tasks"]
     types = [n.value for n in NoiseType if any(k[0] == n.value for k in per)]
@@ -202,7 +200,7 @@ def release(context: dg.AssetExecutionContext, config: ReleaseConfig, paths: Pro
             tasks, source_db=paths.source_db, version=config.version or None, releases_dir=paths.releases,
             seed=settings["seed"], split_shares=settings["split_shares"], noise_shares=settings["noise_shares"],
             intents=settings["intents"], redistributable=config.redistributable,
-            config={"release_candidate": settings, "publication": publication(config)},
+            config={"release_candidate": settings, "publication": publication_config(config)},
             progress=reporter(context.log.info))
     except ContractViolation as e:
         failures = [f for r in e.results for f in r.failures]
