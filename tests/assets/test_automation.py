@@ -87,3 +87,22 @@ def test_a_failed_intent_stops_the_noise_stage_until_it_is_rebuilt(evaluator, tm
     assert NOISE not in evaluator.requested()
     evaluator.materialized(CLEAN, intents[:1])
     assert evaluator.requested().get(NOISE) == {lv.value for lv in NoiseLevel}
+
+
+def test_the_schedule_launches_the_refresh_source_asset_job_and_it_materializes_the_head(tmp_path, monkeypatch):
+    """What the schedule requests is a run of a real asset job: its run shows the assets, not one op."""
+    from assets.automation import MIMIC_DIRS_ENV, release_schedule
+
+    monkeypatch.delenv(MIMIC_DIRS_ENV, raising=False)
+    schedule = release_schedule()
+    (request,) = schedule.evaluate_tick(dg.build_schedule_context()).run_requests
+    job = defs.resolve_job_def(schedule.job_name)
+    run_config = {**request.run_config, "resources": {"paths": {"config": {"data_dir": str(tmp_path / "data")}}}}
+    run_config["ops"]["source_database"]["config"]["patients"] = 100  # small, for the test
+    result = job.execute_in_process(run_config=run_config, instance=dg.DagsterInstance.ephemeral(),
+                                    tags=request.tags)
+    assert result.success
+    assert {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()} == {
+        AssetName.SOURCE_DATABASE.value, AssetName.TEMPLATE_CATALOGUE.value}
+    assert result.dagster_run.tags["robustgym/trigger"] == "schedule"
+    assert (tmp_path / "data" / "source.duckdb").exists()
