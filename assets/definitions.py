@@ -1,17 +1,17 @@
-"""The Dagster code location: every stage's assets, checks, schedules and sensors."""
+"""The Dagster code location: every stage's assets and checks, and the automation over them."""
 
 import dagster as dg
 
-from assets import noise, release, source, templates
+from assets import automation, noise, release, source, templates
 from assets.resources import ProjectPaths
 
 STAGES = (source, templates, noise, release)
 
 defs = dg.Definitions(
     assets=[a for stage in STAGES for a in stage.ASSETS],
-    asset_checks=[c for stage in STAGES for c in getattr(stage, "CHECKS", [])],
-    jobs=list(release.JOBS),
-    schedules=list(release.SCHEDULES),
-    sensors=list(release.SENSORS),
+    asset_checks=[c for stage in STAGES for c in stage.CHECKS],
+    jobs=list(automation.JOBS),
+    schedules=list(automation.SCHEDULES),
+    sensors=list(automation.SENSORS),
     resources={"paths": ProjectPaths()},
 )

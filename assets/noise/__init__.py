@@ -1,4 +1,3 @@
-from assets.noise.assets import ASSETS
-from assets.noise.checks import CHECKS
+from assets.noise.assets import ASSETS, CHECKS
 
 __all__ = ["ASSETS", "CHECKS"]

@@ -3,23 +3,26 @@
 import statistics
 
 import dagster as dg
+import pyarrow.parquet as pq
 
+from assets.automation import REBUILD_AFTER_UPSTREAM
+from assets.contract_results import source_fingerprint
+from assets.gate import gate, partitioned_check, pending_path, promote
+from assets.metadata import code_version, distribution, task_table_metadata
+from assets.noise import checks
+from assets.noise.checks import NoiseCheck
 from assets.resources import ProjectPaths
 from pipeline.noise import NoiseConfig, build_pairs
 from pipeline.noise.report import drops_markdown, pairs_markdown, skipped_markdown
-from pipeline.noise.task_files import read_clean_tasks, twins_path, write_twins
+from pipeline.noise.task_files import clean_task_files, read_clean_tasks, twins_path, write_twins
+from pipeline.progress import reporter
+from pipeline.release.assembly import read_task_files
+from pipeline.release.task_files import read_tasks
+from pipeline.task_model import tasks_from_arrow
 from pipeline.vocabulary import NOISE_LEVEL_OF, AssetName, Group, NoiseLevel, NoiseType
 
 LEVEL_PARTITIONS = dg.StaticPartitionsDefinition([level.value for level in NoiseLevel])
-
-
-class NoiseCheck:
-    """Names of the checks the noise stage runs (referenced by the tests and the UI)."""
-
-    TWINS_PROVEN = "twins_proven"
-    EVERY_TYPE_BUILT = "every_noise_type_built"
-    MIX_WITHIN_TOLERANCE = "mix_within_tolerance"
-    TWINS_RECHECK = "twins_recheck"
+CODE_VERSION = code_version("pipeline.noise", "pipeline.patching", "pipeline.answers")
 
 
 class NoisePairsConfig(dg.Config):
@@ -42,51 +45,75 @@ class NoisePairsConfig(dg.Config):
         return NoiseConfig(target_pairs=self.target_pairs, tolerance=self.tolerance, **given)
 
 
-def proof_problems(twins) -> list[str]:
-    """Twins that could not be published: no passing proof, no outcome, or a patch at the wrong level."""
-    problems = []
-    for t in twins:
-        if t.proof is None or not t.proof.passed:
-            problems.append(f"{t.task_id}: no passing proof")
-        elif not t.accepted_outcomes or t.expected_status not in {o.status for o in t.accepted_outcomes}:
-            problems.append(f"{t.task_id}: the expected status is not an accepted outcome")
-        elif (t.noise_level is NoiseLevel.QUERY) != t.patch.is_empty:
-            problems.append(f"{t.task_id}: a {t.noise_level.value}-level twin with the wrong kind of patch")
-    return problems
+def foreign_clean_task_files(paths: ProjectPaths, fingerprint: str) -> list[str]:
+    """Clean task files built on another source database than the current one."""
+    foreign = []
+    for f in clean_task_files(paths.clean_tasks_dir):
+        column = pq.read_table(str(f), columns=["base_fingerprint"]).column("base_fingerprint")
+        if any(v != fingerprint for v in column.unique().to_pylist()):
+            foreign.append(f.name)
+    return foreign
+
+
+def _mix_table(result, types) -> dg.TableMetadataValue:
+    per_type = result.mix.by("noise_type")
+    drift = result.mix.drift()
+    return distribution([("noise_type", "string"), ("twins", "int"), ("target", "int"), ("drift", "float")],
+                        [(t.value, per_type.get(t, 0), result.mix.targets.get(t, 0), round(drift.get(t, 0.0), 4))
+                         for t in types])
 
 
 @dg.asset(
     name=AssetName.NOISE_PAIRS.value, group_name=Group.NOISE.value, kinds={"parquet", "duckdb"},
-    partitions_def=LEVEL_PARTITIONS,
+    code_version=CODE_VERSION, tags={"stage": Group.NOISE.value}, partitions_def=LEVEL_PARTITIONS,
+    # Every intent's clean tasks, all of them: a noise level never starts before the last intent is built.
     deps=[dg.AssetDep(AssetName.CLEAN_TASKS.value, partition_mapping=dg.AllPartitionMapping()),
           AssetName.SOURCE_DATABASE.value],
+    automation_condition=REBUILD_AFTER_UPSTREAM,
     check_specs=[
-        dg.AssetCheckSpec(NoiseCheck.TWINS_PROVEN, asset=AssetName.NOISE_PAIRS.value, blocking=True),
-        dg.AssetCheckSpec(NoiseCheck.EVERY_TYPE_BUILT, asset=AssetName.NOISE_PAIRS.value),
-        dg.AssetCheckSpec(NoiseCheck.MIX_WITHIN_TOLERANCE, asset=AssetName.NOISE_PAIRS.value),
+        partitioned_check(NoiseCheck.TWINS_PROVEN, AssetName.NOISE_PAIRS.value, LEVEL_PARTITIONS, blocking=True),
+        partitioned_check(NoiseCheck.EVERY_TYPE_BUILT, AssetName.NOISE_PAIRS.value, LEVEL_PARTITIONS),
+        partitioned_check(NoiseCheck.MIX_WITHIN_TOLERANCE, AssetName.NOISE_PAIRS.value, LEVEL_PARTITIONS),
+        partitioned_check(NoiseCheck.TWINS_RECHECK, AssetName.NOISE_PAIRS.value, LEVEL_PARTITIONS, blocking=True,
+                          description="up to 10 written twins per noise type re-checked on the source"),
+        partitioned_check(NoiseCheck.NOISY_TWINS_CONTRACT, AssetName.NOISE_PAIRS.value, LEVEL_PARTITIONS,
+                          blocking=True, description="data_contracts/noisy_twins.json on this level's twins"),
+        partitioned_check(NoiseCheck.PAIRS_CONTRACT, AssetName.NOISE_PAIRS.value, LEVEL_PARTITIONS,
+                          blocking=True, description="data_contracts/pairs.json on this level's twins"),
     ],
 )
 def noise_pairs(context: dg.AssetExecutionContext, config: NoisePairsConfig,
                 paths: ProjectPaths) -> dg.MaterializeResult:
     """Noisy twins of one noise level (record, value or query), each with its patch or changed question and proof."""
     level = NoiseLevel(context.partition_key)
+    fingerprint = source_fingerprint(paths)
+    foreign = foreign_clean_task_files(paths, fingerprint)
+    if foreign:
+        raise dg.Failure(f"clean task files built on another source database: {', '.join(foreign)} in "
+                         f"{paths.clean_tasks_dir}; materialize {AssetName.CLEAN_TASKS.value} (every intent) first")
     clean = read_clean_tasks(paths.clean_tasks_dir)
     result = build_pairs(paths.source_db, clean, config.noise_config(), seed=config.seed, levels=[level],
-                         progress=context.log.info)
+                         progress=reporter(context.log.info))
     path = twins_path(paths.noise_dir, level)
-    write_twins(result.twins, path)
+    pending = pending_path(path)
+    write_twins(result.twins, pending)
+    written = read_tasks(pending)  # the checks read this level's twins as written
+    twins = tasks_from_arrow(written)
     types = [t for t in NoiseType if NOISE_LEVEL_OF[t] is level]
-    per_type = result.mix.by("noise_type")
-    missing = [t.value for t in types if not per_type.get(t)]
-    problems = proof_problems(result.twins)
-    drift = {t.value: round(d, 4) for t, d in result.mix.drift().items() if t in types}
+    clean_table = read_task_files(clean_task_files(paths.clean_tasks_dir))
+    check_results = gate(context, [
+        checks.twins_proven(twins),
+        checks.every_type_built(types, result.mix.by("noise_type")),
+        checks.mix_within_tolerance(result.mix, types, config.tolerance),
+        checks.twins_recheck(paths.source_db, twins, {t.task_id: t for t in clean}),
+        *checks.noise_contracts(written, clean_table, fingerprint),
+    ], pending)
+    promote(pending, path)
     return dg.MaterializeResult(
         metadata={
-            "twins": len(result.twins),
-            "target": sum(result.mix.targets.values()),
-            "clean_tasks_read": len(clean),
-            "clean_tasks_with_twins": len({t.clean_task_id for t in result.twins}),
-            "per_noise_type": {t.value: per_type.get(t, 0) for t in types},
+            **task_table_metadata(len(twins)),
+            "clean_tasks_with_twins": len({t.clean_task_id for t in twins}),
+            "noise_mix": _mix_table(result, types),
             "counts_intent_level_noise_type": dg.MetadataValue.md(result.mix.markdown()),
             "dropped": sum(result.dropped.values()),
             "dropped_why": dg.MetadataValue.md(drops_markdown(result)),
@@ -94,21 +121,12 @@ def noise_pairs(context: dg.AssetExecutionContext, config: NoisePairsConfig,
             "sample_pairs": dg.MetadataValue.md(pairs_markdown(result.pairs(clean), config.sample_pairs_per_type,
                                                               config.seed)),
             "median_proof_ms": round(statistics.median(result.proof_ms), 2) if result.proof_ms else 0.0,
+            "base_fingerprint": fingerprint,
             "path": dg.MetadataValue.path(str(path)),
         },
-        check_results=[
-            dg.AssetCheckResult(check_name=NoiseCheck.TWINS_PROVEN, passed=bool(result.twins) and not problems,
-                                metadata={"twins": len(result.twins), "problems": len(problems),
-                                          "examples": dg.MetadataValue.md(
-                                              "\n".join(f"- {p}" for p in problems[:20]) or "none")}),
-            dg.AssetCheckResult(check_name=NoiseCheck.EVERY_TYPE_BUILT, passed=not missing,
-                                severity=dg.AssetCheckSeverity.WARN,
-                                metadata={"without_twins": ", ".join(missing) or "none"}),
-            dg.AssetCheckResult(check_name=NoiseCheck.MIX_WITHIN_TOLERANCE, passed=result.mix.within_tolerance,
-                                severity=dg.AssetCheckSeverity.WARN,
-                                metadata={"tolerance": config.tolerance, "drift_per_type": drift}),
-        ],
+        check_results=check_results,
     )
 
 
 ASSETS = [noise_pairs]
+CHECKS: list = []  # every check of the stage runs inside its asset's step (assets/gate.py)

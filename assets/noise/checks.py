@@ -1,31 +1,83 @@
-"""Checks that re-read what the noise stage wrote."""
+"""The noise stage's checks, evaluated per noise level on the partition's own output as written.
+
+They run inside ``noise_pairs``' step on its pending file (see ``assets/gate.py``): a level's checks
+read that level's twins from this run (and the clean tasks they name), never another level's file.
+"""
 
 from collections import Counter
 
 import dagster as dg
 import duckdb
+import pyarrow as pa
 
-from assets.contract_results import contract_check_result, source_fingerprint
-from assets.noise.assets import NoiseCheck
-from assets.resources import ProjectPaths
-from pipeline.contracts import Contract, check_noisy_twins, check_pairs, split_by_variant
+from assets.contract_results import contract_check_result
+from assets.gate import EVIDENCE
+from pipeline.contracts import Contract, check_noisy_twins, check_pairs
 from pipeline.noise.recheck import recheck_twin
-from pipeline.noise.task_files import read_clean_tasks, read_twins, twins_path
-from pipeline.release.assembly import pair_up, read_task_files, task_files
+from pipeline.release.assembly import pair_up
+from pipeline.task_model import Task
 from pipeline.templates import REGISTRY
-from pipeline.vocabulary import AssetName, NoiseLevel
+from pipeline.vocabulary import NoiseLevel
 
 RECHECK_PER_TYPE = 10  # gold SQL can be costly on the full MIMIC-IV: a few twins per noise type
 
 
-# Not partitioned (partitioned checks are a Dagster preview feature): it re-reads every level's file
-# present, which after a partition's run includes that partition.
-@dg.asset_check(asset=AssetName.NOISE_PAIRS.value, name=NoiseCheck.TWINS_RECHECK, blocking=True)
-def twins_recheck(paths: ProjectPaths) -> dg.AssetCheckResult:
-    """Stored twins still show their noise when their patch or changed question is re-run on the source database."""
-    files = [twins_path(paths.noise_dir, level) for level in NoiseLevel]
-    twins = [t for f in files if f.exists() for t in read_twins(f)]
-    clean = {t.task_id: t for t in read_clean_tasks(paths.clean_tasks_dir)}
+class NoiseCheck:
+    """Names of the checks the noise stage runs (referenced by the tests and the UI)."""
+
+    TWINS_PROVEN = "twins_proven"
+    EVERY_TYPE_BUILT = "every_noise_type_built"
+    MIX_WITHIN_TOLERANCE = "mix_within_tolerance"
+    TWINS_RECHECK = "twins_recheck"
+    NOISY_TWINS_CONTRACT = f"{Contract.NOISY_TWINS.value}_contract"
+    PAIRS_CONTRACT = f"{Contract.PAIRS.value}_contract"
+
+
+def proof_problems(twins) -> list[str]:
+    """Twins that could not be published: no passing proof, no outcome, or a patch at the wrong level."""
+    problems = []
+    for t in twins:
+        if t.proof is None or not t.proof.passed:
+            problems.append(f"{t.task_id}: no passing proof")
+        elif not t.accepted_outcomes or t.expected_status not in {o.status for o in t.accepted_outcomes}:
+            problems.append(f"{t.task_id}: the expected status is not an accepted outcome")
+        elif (t.noise_level is NoiseLevel.QUERY) != t.patch.is_empty:
+            problems.append(f"{t.task_id}: a {t.noise_level.value}-level twin with the wrong kind of patch")
+    return problems
+
+
+def twins_proven(twins: list[Task]) -> dg.AssetCheckResult:
+    problems = proof_problems(twins)
+    metadata = {"problems": len(problems),
+                "examples": dg.MetadataValue.md("\n".join(f"- {p}" for p in problems[:20]) or "none")}
+    if problems or not twins:
+        metadata[EVIDENCE] = (f"{len(problems)} of {len(twins)} twins unproven, e.g. {problems[0]}" if problems
+                              else "no twin was built")
+    return dg.AssetCheckResult(check_name=NoiseCheck.TWINS_PROVEN, passed=bool(twins) and not problems,
+                               metadata=metadata)
+
+
+def every_type_built(types, per_type: Counter) -> dg.AssetCheckResult:
+    missing = [t.value for t in types if not per_type.get(t)]
+    metadata = {"without_twins": ", ".join(missing) or "none"}
+    if missing:
+        metadata[EVIDENCE] = f"{len(missing)} noise type(s) without twins: {', '.join(missing)}"
+    return dg.AssetCheckResult(check_name=NoiseCheck.EVERY_TYPE_BUILT, passed=not missing,
+                               severity=dg.AssetCheckSeverity.WARN, metadata=metadata)
+
+
+def mix_within_tolerance(mix, types, tolerance: float) -> dg.AssetCheckResult:
+    drift = {t.value: round(d, 4) for t, d in mix.drift().items() if t in types}
+    metadata = {"tolerance": dg.MetadataValue.text(str(tolerance)), "drift_per_type": drift}
+    if not mix.within_tolerance:
+        worst = max(drift, key=lambda k: abs(drift[k]))
+        metadata[EVIDENCE] = f"share of {worst} off its target by {drift[worst]:+.3f} (tolerance {tolerance})"
+    return dg.AssetCheckResult(check_name=NoiseCheck.MIX_WITHIN_TOLERANCE, passed=mix.within_tolerance,
+                               severity=dg.AssetCheckSeverity.WARN, metadata=metadata)
+
+
+def twins_recheck(source_db, twins: list[Task], clean: dict[str, Task]) -> dg.AssetCheckResult:
+    """Stored twins still show their noise when their patch or changed question is re-run on the source."""
     per_type: Counter = Counter()
     sample = []
     for twin in twins:
@@ -33,7 +85,7 @@ def twins_recheck(paths: ProjectPaths) -> dg.AssetCheckResult:
             per_type[twin.noise_type] += 1
             sample.append(twin)
     failures = []
-    with duckdb.connect(str(paths.source_db), read_only=True) as con:
+    with duckdb.connect(str(source_db), read_only=True) as con:
         catalog = con.execute("SELECT current_database()").fetchone()[0]
         for twin in sample:
             parent = clean.get(twin.clean_task_id)
@@ -44,35 +96,21 @@ def twins_recheck(paths: ProjectPaths) -> dg.AssetCheckResult:
             if r.problem:
                 failures.append((twin.task_id, r.problem))
     rows = ["| twin | problem |", "| --- | --- |"] + [f"| {i} | {p} |" for i, p in failures[:20]]
+    metadata = {"twins_rechecked": len(sample), "failures": len(failures),
+                "examples": dg.MetadataValue.md("\n".join(rows) if failures else "none")}
+    if failures:
+        metadata[EVIDENCE] = f"{len(failures)} of {len(sample)} re-checked twins fail, e.g. {failures[0][0]}: " \
+                             f"{failures[0][1]}"
+    elif not sample:
+        metadata[EVIDENCE] = "no twin to re-check"
     # Nothing re-checked proves nothing: an empty check fails.
-    return dg.AssetCheckResult(passed=bool(sample) and not failures, metadata={
-        "level_files": sum(f.exists() for f in files), "twins_rechecked": len(sample), "failures": len(failures),
-        "examples": dg.MetadataValue.md("\n".join(rows) if failures else "none")})
+    return dg.AssetCheckResult(check_name=NoiseCheck.TWINS_RECHECK, passed=bool(sample) and not failures,
+                               metadata=metadata)
 
 
-# Like clean_tasks_contract, not partitioned: after each noise level's run it re-reads every level
-# file written so far. The mix is checked on the release candidate, once every level is built.
-@dg.multi_asset_check(
-    specs=[dg.AssetCheckSpec(f"{c.value}_contract", asset=AssetName.NOISE_PAIRS.value, blocking=True,
-                             description=f"data_contracts/{c.value}.json on the twins written so far")
-           for c in (Contract.NOISY_TWINS, Contract.PAIRS)],
-)
-def noise_contracts(paths: ProjectPaths):
-    """Twins meet their contract (proof, patch, vocabulary), and each names a clean task that exists."""
-    twins = read_task_files(task_files(paths.noise_dir))
-    clean = read_task_files(task_files(paths.clean_tasks_dir))
-    if twins is None or clean is None:
-        for c in (Contract.NOISY_TWINS, Contract.PAIRS):
-            yield dg.AssetCheckResult(check_name=f"{c.value}_contract", passed=False,
-                                      asset_key=AssetName.NOISE_PAIRS.value, severity=dg.AssetCheckSeverity.ERROR,
-                                      metadata={"problem": f"no task files under {paths.noise_dir} or "
-                                                           f"{paths.clean_tasks_dir}"})
-        return
-    asset = AssetName.NOISE_PAIRS.value
-    yield contract_check_result(check_noisy_twins(twins, source_fingerprint=source_fingerprint(paths)), asset)
-    # Only the clean tasks some twin names: the others are not pairs and never reach a release.
-    pairs = pair_up(split_by_variant(clean)[0], twins)
-    yield contract_check_result(check_pairs(pairs.clean, pairs.twins), asset)
-
-
-CHECKS = [twins_recheck, noise_contracts]
+def noise_contracts(written: pa.Table, clean: pa.Table, fingerprint: str) -> list[dg.AssetCheckResult]:
+    """The twins meet their contract (proof, patch, vocabulary), and each names a clean task that
+    exists; only the clean tasks some twin of this level names are paired (the others are not pairs)."""
+    pairs = pair_up(clean, written)
+    return [contract_check_result(check_noisy_twins(written, source_fingerprint=fingerprint)),
+            contract_check_result(check_pairs(pairs.clean, pairs.twins))]

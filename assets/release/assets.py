@@ -8,13 +8,17 @@ critical expectation stops the run before ``release`` publishes anything. ``rele
 
 import json
 import shutil
+from collections import Counter
 from pathlib import Path
 from typing import Optional
 
 import dagster as dg
 import duckdb
 
+from assets.automation import REBUILD_AFTER_UPSTREAM
 from assets.contract_results import contract_check_name, contract_check_result
+from assets.gate import gate
+from assets.metadata import code_version, distribution, task_table_metadata
 from assets.resources import ProjectPaths
 from pipeline.contracts import (
     Contract,
@@ -29,10 +33,12 @@ from pipeline.contracts import (
 from pipeline.release import build_release
 from pipeline.release.assembly import collect_pairs
 from pipeline.release.diff import diff_markdown
-from pipeline.release.manifest import count_tasks, counts_markdown, noise_counts_markdown
+from pipeline.release.manifest import count_tasks, counts_markdown
+from pipeline.release.publication import DEFAULT_CREATOR
 from pipeline.release.publish import check_all_split
 from pipeline.release.splits import assign_splits, normalise_shares
 from pipeline.release.task_files import read_tasks, tasks_table, write_tasks
+from pipeline.progress import reporter
 from pipeline.source_db import read_source_info
 from pipeline.task_model import tasks_from_arrow
 from pipeline.vocabulary import AssetName, Group, Intent, NoiseType, Split
@@ -42,6 +48,8 @@ SETTINGS = "settings.json"
 
 
 CONTRACT_CHECKS = [contract_check_name(c) for c in Contract]
+CODE_VERSION = code_version("pipeline.release", "pipeline.contracts")
+TAGS = {"stage": Group.RELEASE.value}
 
 
 class ReleaseCandidateConfig(dg.Config):
@@ -60,12 +68,21 @@ class ReleaseCandidateConfig(dg.Config):
 
 
 class ReleaseConfig(dg.Config):
-    """The version to publish and whether the base database ships with it."""
+    """The version to publish, whether the base database ships with it, and where it is published."""
 
     # A semantic version (e.g. 1.2.0); empty: the package version with the content digest (1.2.0+3fa9c1e0b2d4).
     version: str = ""
     # Ship base.duckdb: empty decides by source (synthetic and demo yes, credentialed MIMIC-IV no).
     redistributable: Optional[bool] = None
+    # Where the release can be found (croissant.json's url, the card's citation); empty: stated nowhere.
+    url: str = ""
+    # Who publishes it (croissant.json's creator, the card's BibTeX author).
+    creator: str = DEFAULT_CREATOR
+
+
+def publication_config(config: ReleaseConfig) -> dict:
+    """``manifest.config.publication``: what the card and croissant.json say about who publishes it, where."""
+    return {"url": config.url, "creator": config.creator}
 
 
 def configured_noise_shares(config: ReleaseCandidateConfig) -> dict[str, float]:
@@ -89,8 +106,25 @@ def candidate_dir(paths: ProjectPaths) -> Path:
     return paths.data / CANDIDATE_DIR
 
 
+def _answers_per_intent(tasks) -> dg.TableMetadataValue:
+    per = Counter((t.intent.value, t.level.value, t.answer_type.value) for t in tasks if t.variant == "clean")
+    return distribution([("intent", "string"), ("level", "string"), ("answer_type", "string"), ("tasks", "int")],
+                        [(*k, n) for k, n in sorted(per.items(), key=lambda kv: (list(Intent).index(kv[0][0]),
+                                                                                  kv[0][1:]))])
+
+
+def _noise_mix(counts: dict) -> dg.TableMetadataValue:
+    per: Counter = Counter()
+    for cell in counts["by_category"]:
+        per[(cell["noise_type"], cell["split"])] += cell["tasks"]
+    types = [n.value for n in NoiseType if any(k[0] == n.value for k in per)]
+    return distribution([("noise_type", "string")] + [(s.value, "int") for s in Split],
+                        [(n, *(per[(n, s.value)] for s in Split)) for n in types])
+
+
 @dg.asset(
     name=AssetName.RELEASE_CANDIDATE.value, group_name=Group.RELEASE.value, kinds={"parquet"},
+    code_version=CODE_VERSION, tags=TAGS, automation_condition=REBUILD_AFTER_UPSTREAM,
     deps=[AssetName.CLEAN_TASKS.value, AssetName.NOISE_PAIRS.value, AssetName.SOURCE_DATABASE.value],
     check_specs=[dg.AssetCheckSpec(name, asset=AssetName.RELEASE_CANDIDATE.value, blocking=True,
                                    description=f"data_contracts/{c.value}.json on the release candidate")
@@ -130,9 +164,10 @@ def release_candidate(context: dg.AssetExecutionContext, config: ReleaseCandidat
         if results[-1].passed:
             tmp.rename(target)
             counts = count_tasks(written)
-            metadata |= {"tasks": counts["total"], "by_split": counts["by_split"],
+            metadata |= {**task_table_metadata(counts["total"]), "by_split": counts["by_split"],
                          "counts": dg.MetadataValue.md(counts_markdown(counts)),
-                         "noise_types": dg.MetadataValue.md(noise_counts_markdown(counts)),
+                         "noise_mix": _noise_mix(counts),
+                         "answers_per_intent": _answers_per_intent(tasks),
                          "path": dg.MetadataValue.path(str(target))}
         else:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -140,7 +175,8 @@ def release_candidate(context: dg.AssetExecutionContext, config: ReleaseCandidat
         results.append(_not_evaluated("the task contracts failed, so no splits were assigned"))
     for r in results:
         (context.log.info if r.passed else context.log.error)(r.summary())
-    return dg.MaterializeResult(metadata=metadata, check_results=[contract_check_result(r) for r in results])
+    check_results = gate(context, [contract_check_result(r) for r in results])
+    return dg.MaterializeResult(metadata=metadata, check_results=check_results)
 
 
 def read_candidate(paths: ProjectPaths) -> tuple[list, dict]:
@@ -154,9 +190,10 @@ def read_candidate(paths: ProjectPaths) -> tuple[list, dict]:
 
 
 @dg.asset(name=AssetName.RELEASE.value, group_name=Group.RELEASE.value, kinds={"parquet"},
+          code_version=CODE_VERSION, tags=TAGS, automation_condition=REBUILD_AFTER_UPSTREAM,
           deps=[AssetName.RELEASE_CANDIDATE.value])
 def release(context: dg.AssetExecutionContext, config: ReleaseConfig, paths: ProjectPaths) -> dg.MaterializeResult:
-    """The published release: releases/<version>/ with task files, manifest, dataset card and croissant."""
+    """The published release: a folder releases/VERSION with task files, manifest, dataset card and croissant."""
     from robustgym.floors import release_floors  # the card prints the floors; pipeline never imports robustgym
 
     tasks, settings = read_candidate(paths)
@@ -165,7 +202,8 @@ def release(context: dg.AssetExecutionContext, config: ReleaseConfig, paths: Pro
             tasks, source_db=paths.source_db, version=config.version or None, releases_dir=paths.releases,
             seed=settings["seed"], split_shares=settings["split_shares"], noise_shares=settings["noise_shares"],
             intents=settings["intents"], redistributable=config.redistributable,
-            config={"release_candidate": settings}, progress=context.log.info, score_release=release_floors)
+            config={"release_candidate": settings, "publication": publication_config(config)},
+            progress=reporter(context.log.info), score_release=release_floors)
     except ContractViolation as e:
         failures = [f for r in e.results for f in r.failures]
         raise dg.Failure(description=str(e), metadata={"failures": dg.MetadataValue.md(results_markdown(failures))})
@@ -174,10 +212,10 @@ def release(context: dg.AssetExecutionContext, config: ReleaseConfig, paths: Pro
         "version": result.version,
         "path": dg.MetadataValue.path(str(result.path)),
         "reused": result.reused,
-        "tasks": m["counts"]["total"],
+        **task_table_metadata(m["counts"]["total"]),
         "by_split": m["counts"]["by_split"],
         "counts": dg.MetadataValue.md(counts_markdown(m["counts"])),
-        "noise_types": dg.MetadataValue.md(noise_counts_markdown(m["counts"])),
+        "noise_mix": _noise_mix(m["counts"]),
         "diff": dg.MetadataValue.md(diff_markdown(result.diff) if result.diff else "identical rebuild: unchanged"),
         "base_database": m["base_database"] or f"not shipped; rebuild: {m['rebuild_command']}",
         "source_fingerprint": m["source"]["fingerprint"],

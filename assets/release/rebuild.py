@@ -1,10 +1,11 @@
-"""Run the whole asset graph, source to release, in-process: ``robustgym build`` and the rebuild job.
+"""Run the whole asset graph, source to release, in-process: what ``robustgym build`` does.
 
 Assets are materialized one at a time in dependency order, each partition of a partitioned asset
-in its own run (clean tasks are partitioned by intent), on one Dagster instance so every
-materialization and check result is recorded as usual. Between runs the runner reads the result:
-a failed step or a failed blocking check with ERROR severity stops the graph there, since Dagster
-only blocks downstream assets within one run.
+in its own run (clean tasks are partitioned by intent, twins by noise level), on one Dagster
+instance so every materialization and check evaluation is recorded as usual (and shows in the UI
+when the instance is ``$DAGSTER_HOME``'s). A failed step stops the graph there; a blocking check
+that fails makes its asset's step fail (``assets/gate.py``). Progress events the stages send while
+they run (``pipeline.progress``) reach the runner's ``progress`` callback too.
 
 Run configuration is given per setting, not per asset: each setting is passed to every asset whose
 config declares a field of that name (``seed`` reaches the source, the templates, the noise and the
@@ -17,6 +18,9 @@ from dataclasses import dataclass, field
 
 import dagster as dg
 
+from assets.gate import EVIDENCE
+from pipeline.progress import listening
+
 
 @dataclass(frozen=True)
 class FailedCheck:
@@ -24,6 +28,18 @@ class FailedCheck:
     check: str
     severity: str
     metadata: dict  # metadata entry -> text
+
+    @property
+    def evidence(self) -> str:
+        """What failed, how often, an example (the check's ``evidence``; older checks: their summary)."""
+        for key in (EVIDENCE, "summary", "problems", "failures"):
+            if self.metadata.get(key):
+                return self.metadata[key]
+        return "(the check recorded no evidence)"
+
+
+def _indent(text: str, prefix: str = "    ") -> str:
+    return "\n".join(prefix + line for line in text.splitlines())
 
 
 @dataclass(frozen=True)
@@ -96,6 +112,13 @@ def _text(value) -> str:
     return str(getattr(value, "value", getattr(value, "text", getattr(value, "md_str", value))))
 
 
+def check_evaluations(instance: dg.DagsterInstance, run_id: str) -> list[dg.AssetCheckEvaluation]:
+    """Every check evaluation a run recorded, including those of a step that then failed (which the
+    in-process result does not list)."""
+    records = instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
+    return [r.dagster_event.event_specific_data for r in records if r.dagster_event]
+
+
 def run_graph(defs: dg.Definitions, *, settings: Mapping[str, object], resources: Mapping | None = None,
               instance: dg.DagsterInstance | None = None, progress: Callable[[str], None] | None = None,
               log_level: str | None = None) -> GraphRun:
@@ -123,14 +146,15 @@ def run_graph(defs: dg.Definitions, *, settings: Mapping[str, object], resources
             label = name + (f"[{partition}]" if partition else "")
             say(f"[{len(run.steps) + 1}/{total}] {label} ...")
             started = time.perf_counter()
-            result = dg.materialize(everything, selection=dg.AssetSelection.assets(key), partition_key=partition,
-                                    resources=resources, run_config=run_config or None, instance=instance,
-                                    raise_on_error=False)
+            with listening(say):
+                result = dg.materialize(everything, selection=dg.AssetSelection.assets(key), partition_key=partition,
+                                        resources=resources, run_config=run_config or None, instance=instance,
+                                        raise_on_error=False)
             seconds = time.perf_counter() - started
             failed = tuple(
                 FailedCheck(e.asset_key.to_user_string(), e.check_name, e.severity.value,
                             {k: _text(v) for k, v in e.metadata.items()})
-                for e in result.get_asset_check_evaluations() if not e.passed)
+                for e in check_evaluations(instance, result.run_id) if not e.passed)
             error = None
             if not result.success:
                 messages = [_root_cause(ev.step_failure_data.error) for ev in result.get_step_failure_events()
@@ -143,48 +167,10 @@ def run_graph(defs: dg.Definitions, *, settings: Mapping[str, object], resources
             note = "ok" if step.success else "FAILED"
             warnings = [c for c in failed if c.severity != dg.AssetCheckSeverity.ERROR.value]
             if warnings:
-                note += f" ({len(warnings)} check warning(s): {', '.join(c.check for c in warnings)})"
+                note += f" ({len(warnings)} check warning(s))"
             say(f"[{len(run.steps)}/{total}] {label} {note} in {seconds:.1f} s")
+            for c in warnings:
+                say(f"  warning {c.asset}.{c.check}:\n" + _indent(c.evidence))
             if not step.success:
                 return run
     return run
-
-
-class RebuildConfig(dg.Config):
-    """What the rebuild runs on: the built-in synthetic MIMIC-IV (default) or MIMIC-IV folders."""
-
-    kind: str = "synthetic"
-    mimic_dirs: list[str] = []
-    allow_missing: bool = False
-    patients: int = 1000
-    seed: int = 0
-    version: str = ""
-
-
-def settings_of(config: RebuildConfig) -> dict:
-    return {"kind": config.kind, "mimic_dirs": list(config.mimic_dirs), "allow_missing": config.allow_missing,
-            "patients": config.patients, "seed": config.seed, "version": config.version}
-
-
-@dg.op(name="rebuild_release_graph")
-def rebuild_release_graph(context: dg.OpExecutionContext, config: RebuildConfig) -> dg.Output:
-    """Materialize every asset, source to release, recording each run on this instance."""
-    from assets.definitions import defs
-
-    run = run_graph(defs, settings=settings_of(config), instance=context.instance, progress=context.log.info)
-    summary = "\n".join(f"| {s.label} | {'ok' if s.success else 'FAILED'} | {s.seconds:.1f} |" for s in run.steps)
-    metadata = {"steps": dg.MetadataValue.md("| asset | result | seconds |\n| --- | --- | ---: |\n" + summary)}
-    if not run.success:
-        step = run.failed
-        checks = "; ".join(f"{c.asset}.{c.check}" for c in step.failed_checks) if step else ""
-        raise dg.Failure(description=f"rebuild stopped at {step.label if step else '?'}: {step.error if step else ''}"
-                         + (f" (failed checks: {checks})" if checks else ""), metadata=metadata)
-    return dg.Output(None, metadata=metadata)
-
-
-@dg.job(name="rebuild_release", description="Rebuild every asset, source to release (each in its own run).")
-def rebuild_release_job():
-    rebuild_release_graph()
-
-
-JOBS = [rebuild_release_job]

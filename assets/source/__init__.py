@@ -1,4 +1,3 @@
-from assets.source.assets import ASSETS
-from assets.source.checks import CHECKS
+from assets.source.assets import ASSETS, CHECKS
 
 __all__ = ["ASSETS", "CHECKS"]

@@ -5,9 +5,15 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 
+from assets.gate import gate, pending_path, promote
+from assets.metadata import ROW_COUNT, code_version, distribution
 from assets.resources import ProjectPaths
+from assets.source.checks import SOURCE_TABLES_CHECK, source_tables_contract
+from assets.stale_outputs import remove_outputs_of_other_sources
 from pipeline.source_db import read_source_info, row_counts
 from pipeline.vocabulary import AssetName, Group, SourceKind
+
+CODE_VERSION = code_version("pipeline.schema", "pipeline.loader", "pipeline.synthetic", "pipeline.source_db")
 
 
 class SourceConfig(dg.Config):
@@ -36,30 +42,43 @@ def build_source(config: SourceConfig, target: Path, log) -> None:
                    progress=log)
 
 
-def _counts_table(counts: dict[str, int]) -> str:
-    lines = ["| table | rows |", "| --- | ---: |"]
-    lines += [f"| {name} | {n:,} |" for name, n in counts.items()]
-    return "\n".join(lines)
+def _fingerprint(db: Path) -> str | None:
+    if not db.exists():
+        return None
+    with duckdb.connect(str(db), read_only=True) as con:
+        return read_source_info(con).fingerprint
 
 
-@dg.asset(name=AssetName.SOURCE_DATABASE.value, group_name=Group.SOURCE.value, kinds={"duckdb"})
+@dg.asset(name=AssetName.SOURCE_DATABASE.value, group_name=Group.SOURCE.value, kinds={"duckdb"},
+          code_version=CODE_VERSION, tags={"stage": Group.SOURCE.value},
+          check_specs=[dg.AssetCheckSpec(SOURCE_TABLES_CHECK, asset=AssetName.SOURCE_DATABASE.value, blocking=True,
+                                         description="data_contracts/source/TABLE.json (generated from "
+                                                     "pipeline/schema.py) on every table")])
 def source_database(context: dg.AssetExecutionContext, config: SourceConfig,
                     paths: ProjectPaths) -> dg.MaterializeResult:
     """The source EHR database (DuckDB): synthetic MIMIC-IV by default, or your MIMIC-IV download."""
     target = paths.source_db
-    build_source(config, target, context.log.info)
-    with duckdb.connect(str(target), read_only=True) as con:
+    pending = pending_path(target)
+    build_source(config, pending, context.log.info)
+    check_results = gate(context, [source_tables_contract(pending)], pending)
+    with duckdb.connect(str(pending), read_only=True) as con:
         info = read_source_info(con)
         counts = row_counts(con)
+    promote(pending, target)
+    removed = remove_outputs_of_other_sources(paths, info.fingerprint)
+    if removed:
+        context.log.info(f"removed outputs built on another source: {', '.join(removed)}")
     return dg.MaterializeResult(metadata={
+        ROW_COUNT: sum(counts.values()),
         "source_kind": info.kind,
         "fingerprint": info.fingerprint,
         "path": dg.MetadataValue.path(str(target)),
         "database_bytes": target.stat().st_size,
-        "tables": len(counts),
-        "total_rows": sum(counts.values()),
-        "row_counts": dg.MetadataValue.md(_counts_table(counts)),
-    })
+        "tables": dg.MetadataValue.text(str(len(counts))),
+        "rows_per_table": distribution([("table", "string"), ("rows", "int")], sorted(counts.items())),
+        "outputs_of_other_sources_removed": dg.MetadataValue.text(", ".join(removed) or "none"),
+    }, check_results=check_results)
 
 
 ASSETS = [source_database]
+CHECKS: list = []  # the source contract runs inside the asset's step (assets/gate.py)

@@ -1,4 +1,3 @@
-from assets.templates.assets import ASSETS
-from assets.templates.checks import CHECKS
+from assets.templates.assets import ASSETS, CHECKS
 
 __all__ = ["ASSETS", "CHECKS"]

@@ -2,26 +2,26 @@
 
 import dagster as dg
 
+from assets.automation import REBUILD_AFTER_UPSTREAM
+from assets.contract_results import source_fingerprint
+from assets.gate import gate, partitioned_check, pending_path, promote
+from assets.metadata import code_version, distribution, task_table_metadata
 from assets.resources import ProjectPaths
+from assets.templates import checks
+from assets.templates.checks import TemplateCheck
+from pipeline.progress import reporter
+from pipeline.release.task_files import read_tasks
+from pipeline.task_model import tasks_from_arrow
 from pipeline.templates import REGISTRY, extract_clean_tasks
 from pipeline.templates.extract import DEFAULT_MAX_EVIDENCE_ROWS, DEFAULT_TASKS_PER_TEMPLATE
 from pipeline.templates.summary import (catalogue_list_markdown, catalogue_markdown, catalogue_problems,
-                                        counts_markdown, preview_markdown, rejections_markdown, write_catalogue,
-                                        write_clean_tasks)
-from pipeline.vocabulary import AssetName, Group, Intent, Level
+                                        preview_markdown, rejections_markdown, write_catalogue, write_clean_tasks)
+from pipeline.vocabulary import AnswerType, AssetName, Group, Intent, Level
 
 INTENT_PARTITIONS = dg.StaticPartitionsDefinition([i.value for i in Intent])
 CATALOGUE_FILE = "catalogue.json"
-
-
-class TemplateCheck:
-    """Names of the checks the templates stage runs (referenced by the tests and the UI)."""
-
-    CATALOGUE_MEETS_ISSUE = "catalogue_meets_issue"
-    EVERY_TEMPLATE_YIELDS = "every_template_yields_tasks"
-    BOTH_LEVELS = "both_levels_present"
-    IDS_UNIQUE = "task_ids_unique"
-    ANSWERS_REEXECUTE = "answers_reexecute"
+CODE_VERSION = code_version("pipeline.templates", "pipeline.answers", "pipeline.capabilities")
+TAGS = {"stage": Group.TEMPLATES.value}
 
 
 class CleanTasksConfig(dg.Config):
@@ -34,6 +34,7 @@ class CleanTasksConfig(dg.Config):
 
 @dg.asset(
     name=AssetName.TEMPLATE_CATALOGUE.value, group_name=Group.TEMPLATES.value, kinds={"json"},
+    code_version=CODE_VERSION, tags=TAGS,
     check_specs=[dg.AssetCheckSpec(TemplateCheck.CATALOGUE_MEETS_ISSUE, asset=AssetName.TEMPLATE_CATALOGUE.value,
                                    blocking=True)],
 )
@@ -52,64 +53,72 @@ def template_catalogue(paths: ProjectPaths) -> dg.MaterializeResult:
         },
         check_results=[dg.AssetCheckResult(
             check_name=TemplateCheck.CATALOGUE_MEETS_ISSUE, passed=not problems,
-            metadata={"problems": dg.MetadataValue.md("\n".join(f"- {p}" for p in problems) or "none")})],
+            metadata={"problems": dg.MetadataValue.md("\n".join(f"- {p}" for p in problems) or "none"),
+                      **({"evidence": "; ".join(problems)} if problems else {})})],
     )
+
+
+def _answers_per_type(tasks) -> dg.TableMetadataValue:
+    rows = [(lv.value, at.value, n) for lv in Level for at in AnswerType
+            if (n := sum(t.level is lv and t.answer_type is at for t in tasks))]
+    return distribution([("level", "string"), ("answer_type", "string"), ("tasks", "int")], rows)
 
 
 @dg.asset(
     name=AssetName.CLEAN_TASKS.value, group_name=Group.TEMPLATES.value, kinds={"parquet", "duckdb"},
-    partitions_def=INTENT_PARTITIONS,
+    code_version=CODE_VERSION, tags=TAGS, partitions_def=INTENT_PARTITIONS,
     deps=[AssetName.SOURCE_DATABASE.value, AssetName.TEMPLATE_CATALOGUE.value],
+    automation_condition=REBUILD_AFTER_UPSTREAM,
     check_specs=[
-        dg.AssetCheckSpec(TemplateCheck.IDS_UNIQUE, asset=AssetName.CLEAN_TASKS.value, blocking=True),
-        dg.AssetCheckSpec(TemplateCheck.EVERY_TEMPLATE_YIELDS, asset=AssetName.CLEAN_TASKS.value),
-        dg.AssetCheckSpec(TemplateCheck.BOTH_LEVELS, asset=AssetName.CLEAN_TASKS.value),
+        partitioned_check(TemplateCheck.IDS_UNIQUE, AssetName.CLEAN_TASKS.value, INTENT_PARTITIONS, blocking=True),
+        partitioned_check(TemplateCheck.EVERY_TEMPLATE_YIELDS, AssetName.CLEAN_TASKS.value, INTENT_PARTITIONS),
+        partitioned_check(TemplateCheck.BOTH_LEVELS, AssetName.CLEAN_TASKS.value, INTENT_PARTITIONS),
+        partitioned_check(TemplateCheck.ANSWERS_REEXECUTE, AssetName.CLEAN_TASKS.value, INTENT_PARTITIONS,
+                          blocking=True, description="stored answers re-executed on the source (3 per template)"),
+        partitioned_check(TemplateCheck.CLEAN_TASKS_CONTRACT, AssetName.CLEAN_TASKS.value, INTENT_PARTITIONS,
+                          blocking=True, description="data_contracts/clean_tasks.json on this intent's tasks"),
     ],
 )
 def clean_tasks(context: dg.AssetExecutionContext, config: CleanTasksConfig,
                 paths: ProjectPaths) -> dg.MaterializeResult:
     """Clean tasks of one intent: questions, gold SQL and executed answers from the source database."""
     intent = Intent(context.partition_key)
+    fingerprint = source_fingerprint(paths)
     result = extract_clean_tasks(paths.source_db, intents=[intent], tasks_per_template=config.tasks_per_template,
                                  seed=config.seed, max_evidence_rows=config.max_evidence_rows,
-                                 progress=context.log.info)
-    path = paths.clean_tasks_dir / f"{intent.value}.parquet"
-    write_clean_tasks(result.tasks, path)
-    templates = REGISTRY.select([intent])
+                                 progress=reporter(context.log.info))
     skipped = result.skipped.get(intent.value)
     if skipped:
         context.log.warning(skipped)
-    yielded = {t.template_id for t in result.tasks}
-    barren = [t.id for t in templates if t.id not in yielded]
-    levels = {t.level for t in result.tasks}
-    ids = [t.task_id for t in result.tasks]
-    repeated = sorted({i for i in ids if ids.count(i) > 1}) if len(set(ids)) != len(ids) else []
+    path = paths.clean_tasks_dir / f"{intent.value}.parquet"
+    pending = pending_path(path)
+    write_clean_tasks(result.tasks, pending)
+    written = read_tasks(pending)  # the checks read the partition's output as written, nothing else
+    tasks = tasks_from_arrow(written)
+    templates = REGISTRY.select([intent])
+    check_results = gate(context, [
+        checks.ids_unique(tasks),
+        checks.every_template_yields(templates, tasks, skipped),
+        checks.both_levels(tasks),
+        checks.answers_reexecute(paths.source_db, tasks, skipped),
+        checks.clean_tasks_contract(written, fingerprint, intent.value, skipped),
+    ], pending)
+    promote(pending, path)
     return dg.MaterializeResult(
         metadata={
-            "tasks": len(result.tasks),
+            **task_table_metadata(len(tasks)),
             "skipped": skipped or "no",
-            "per_level": {lv.value: sum(t.level is lv for t in result.tasks) for lv in Level},
-            "per_level_and_answer_type": dg.MetadataValue.md(counts_markdown(result.tasks)),
+            "answers_per_level_and_type": _answers_per_type(tasks),
             "rejections_per_template": dg.MetadataValue.md(
                 rejections_markdown(templates, result.tasks, result.rejections, result.examined)),
             "fillings_rejected": sum(sum(c.values()) for c in result.rejections.values()),
-            "preview": dg.MetadataValue.md(preview_markdown(result.tasks)),
-            "base_fingerprint": result.base_fingerprint,
+            "preview": dg.MetadataValue.md(preview_markdown(tasks)),
+            "base_fingerprint": fingerprint,
             "path": dg.MetadataValue.path(str(path)),
         },
-        check_results=[
-            dg.AssetCheckResult(check_name=TemplateCheck.IDS_UNIQUE, passed=not repeated,
-                                metadata={"repeated": ", ".join(repeated[:20]) or "none"}),
-            dg.AssetCheckResult(
-                check_name=TemplateCheck.EVERY_TEMPLATE_YIELDS, passed=not barren and not skipped,
-                severity=dg.AssetCheckSeverity.WARN,
-                metadata={"templates": len(templates), "without_tasks": len(barren),
-                          "which": ", ".join(barren) or "none", "skipped": skipped or "no"}),
-            dg.AssetCheckResult(
-                check_name=TemplateCheck.BOTH_LEVELS, passed=levels == set(Level), severity=dg.AssetCheckSeverity.WARN,
-                metadata={"levels": ", ".join(sorted(lv.value for lv in levels)) or "none"}),
-        ],
+        check_results=check_results,
     )
 
 
 ASSETS = [template_catalogue, clean_tasks]
+CHECKS: list = []  # every check of the stage runs inside its asset's step (assets/gate.py)

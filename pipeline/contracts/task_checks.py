@@ -42,11 +42,14 @@ def _table(tasks) -> pa.Table:
     return as_arrow(tasks)
 
 
-def check_clean_tasks(clean, *, source_fingerprint: str, intents: Iterable[str] | None = None) -> ContractResult:
-    """``intents``: the intents the source can answer (default all six); each must have tasks."""
+def check_clean_tasks(clean, *, source_fingerprint: str, intents: Iterable[str] | None = None,
+                      levels: Iterable[str] | None = None) -> ContractResult:
+    """``intents``: the intents the source can answer (default all six); each must have tasks.
+    ``levels``: the levels that must have tasks (default both; ``[]`` for none)."""
     clean = _table(clean)
     frames = {"columns": columns_frame(clean), "tasks": tasks_frame(clean),
-              "coverage": coverage_frame(clean, intents=list(intents) if intents is not None else None)}
+              "coverage": coverage_frame(clean, intents=list(intents) if intents is not None else None,
+                                         levels=list(levels) if levels is not None else None)}
     return validate_frames(Contract.CLEAN_TASKS.value, frames, {"source_fingerprints": [source_fingerprint]})
 
 

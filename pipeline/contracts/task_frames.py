@@ -196,10 +196,11 @@ def _values(table: pa.Table, column: str) -> list:
 
 
 def coverage_frame(table, intents=None, levels=None) -> pa.Table:
-    """Tasks per intent and per level, including the ones with none (which is what is checked)."""
+    """Tasks per intent and per level, including the ones with none (which is what is checked).
+    ``levels=[]`` leaves the levels out (a part of the tasks, e.g. one intent, need not hold both)."""
     table = as_arrow(table)
     intents = [Intent(i) for i in (intents or list(Intent))]
-    levels = [Level(v) for v in (levels or list(Level))]
+    levels = [Level(v) for v in (list(Level) if levels is None else levels)]
     by_intent, by_level = Counter(_values(table, "intent")), Counter(_values(table, "level"))
     categories = [f"intent={i.value}" for i in intents] + [f"level={v.value}" for v in levels]
     counts = [by_intent.get(i.value, 0) for i in intents] + [by_level.get(v.value, 0) for v in levels]

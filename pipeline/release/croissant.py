@@ -15,6 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from pipeline.release.base_database import SourceTerms
+from pipeline.release.publication import KEYWORDS, benchmark_bibtex, publication
 from pipeline.task_model import arrow_schema
 from pipeline.vocabulary import Split
 
@@ -22,6 +23,10 @@ CROISSANT = "croissant.json"
 CONFORMS_TO = "http://mlcommons.org/croissant/1.0"
 RECORD_SET = "tasks"
 FILE_SET = "task-files"
+SPLITS_RECORD_SET = "splits"
+# Croissant 1.0's split vocabulary: a split record set (dataType cr:Split) names each split and the
+# well-known split it is; the tasks' ``split`` field references it.
+SPLIT_URLS = {Split.TRAIN: "cr:TrainingSplit", Split.VALIDATION: "cr:ValidationSplit", Split.TEST: "cr:TestSplit"}
 
 CONTEXT = {
     "@language": "en",
@@ -122,7 +127,11 @@ def build_croissant(manifest: dict, terms: SourceTerms, descriptions: dict[str, 
                 "description": "the three split files, one task per row",
                 "encodingFormat": "application/x-parquet", "includes": "tasks/*.parquet"}
     fields = [_field(f.name, f.type, f"{RECORD_SET}/{f.name}", f.name, (), descriptions) for f in arrow_schema()]
-    return {
+    for f in fields:
+        if f["@id"] == f"{RECORD_SET}/split":
+            f["references"] = {"field": {"@id": f"{SPLITS_RECORD_SET}/name"}}
+    pub = publication(manifest)
+    document = {
         "@context": CONTEXT,
         "@type": "sc:Dataset",
         "name": f"{name}-{manifest['version']}",
@@ -130,16 +139,78 @@ def build_croissant(manifest: dict, terms: SourceTerms, descriptions: dict[str, 
                         "each clean task has executed gold SQL and answer, each noisy twin a patch or changed "
                         f"question and the outcome a robust agent should reach. Source: {terms.title}."),
         "conformsTo": CONFORMS_TO,
-        "citeAs": terms.citation or "EHR-RobustGym release " + manifest["version"],
+        "citeAs": benchmark_bibtex(manifest),
+        "creator": {"@type": "sc:Organization", "name": pub["creator"], **({"url": pub["url"]} if pub["url"] else {})},
+        "keywords": list(KEYWORDS),
         "license": terms.licence_url,
-        "url": "https://github.com/ehr-robustgym/ehr-robustgym",
         "version": manifest["version"],
         "datePublished": manifest["created"][:10],
         "isLiveDataset": False,
+        **responsible_ai(manifest, terms),
         "distribution": files + [file_set],
-        "recordSet": [{"@type": "cr:RecordSet", "@id": RECORD_SET, "name": RECORD_SET,
-                       "description": "one task per row (clean task or noisy twin); split in the `split` field",
+        "recordSet": [_splits_record_set(),
+                      {"@type": "cr:RecordSet", "@id": RECORD_SET, "name": RECORD_SET,
+                       "description": "one task per row (clean task or noisy twin); its split in the `split` field",
                        "key": {"@id": f"{RECORD_SET}/task_id"}, "field": fields}],
+    }
+    if terms.citation:
+        document["citation"] = terms.citation  # the source data, which the release is derived from
+    if pub["url"]:
+        document["url"] = pub["url"]
+    return document
+
+
+def _splits_record_set() -> dict:
+    return {
+        "@type": "cr:RecordSet", "@id": SPLITS_RECORD_SET, "name": SPLITS_RECORD_SET, "dataType": "cr:Split",
+        "description": "the three splits; a clean task and all its twins, and all tasks of one patient, share one",
+        "key": {"@id": f"{SPLITS_RECORD_SET}/name"},
+        "field": [{"@type": "cr:Field", "@id": f"{SPLITS_RECORD_SET}/name", "name": "name", "dataType": "sc:Text",
+                   "description": "the split's name, as in the tasks' split field and the file name"},
+                  {"@type": "cr:Field", "@id": f"{SPLITS_RECORD_SET}/url", "name": "url", "dataType": "sc:URL",
+                   "description": "the Croissant split it is"}],
+        "data": [{f"{SPLITS_RECORD_SET}/name": s.value, f"{SPLITS_RECORD_SET}/url": SPLIT_URLS[s]} for s in Split],
+    }
+
+
+def responsible_ai(manifest: dict, terms: SourceTerms) -> dict:
+    """The Croissant Responsible-AI fields that apply to a release built by this pipeline."""
+    real = terms.name != "synthetic"
+    return {
+        "rai:dataCollection": (
+            f"No data was collected for this release: tasks are generated from {terms.title} by executing "
+            "question templates' gold SQL (clean tasks) and by injecting one record-, value- or query-level "
+            "change per twin, kept only with a passing proof that it changes what the data supports."),
+        "rai:dataCollectionType": ["Secondary Data Analysis"] if real else ["Simulation"],
+        "rai:dataPreprocessingProtocol": [
+            "The source is loaded into DuckDB with the MIMIC-IV schema's types and a stable row_id per row, "
+            "and checked against generated data contracts.",
+            "Clean tasks, twins and splits are checked against Great Expectations data contracts before "
+            "publication; a release breaking a critical expectation is never published."],
+        "rai:dataManipulationProtocol": (
+            "Noisy twins manipulate the record on purpose: a patch hides, adds or changes rows (applied as "
+            "views over the base database), or the question names a non-existent, never-recorded, "
+            "ambiguous or out-of-window thing. Each twin records its parameters and proof."),
+        "rai:dataUseCases": [
+            "Measuring whether EHR question-answering agents recognise unsupported answers (missing, "
+            "conflicting, implausible or inconsistent evidence; false or ambiguous premises).",
+            "Training such agents from the recorded trajectories."],
+        "rai:dataLimitations": [
+            "Injected noise of nine types, one change per twin: real records combine problems and have others.",
+            "Template questions with fixed paraphrases, narrower than clinicians' questions.",
+            "Gold answers are the source database's content computed by SQL, not clinical judgements; not for "
+            "clinical decision-making."],
+        "rai:dataBiases": [
+            "MIMIC-IV records one US hospital's patients and practice (BIDMC); the synthetic source copies its "
+            "vocabulary with simplified distributions." if real else
+            "The synthetic source copies MIMIC-IV's vocabulary (one US hospital) with simplified, invented "
+            "patient distributions."],
+        "rai:personalSensitiveInformation": [
+            "De-identified health records under PhysioNet's terms (dates shifted, no direct identifiers)."
+            if real else "None: synthetic patients."],
+        "rai:dataReleaseMaintenancePlan": (
+            "Releases are immutable, semantically versioned folders with a manifest of file hashes; each new "
+            "release states its differences from the previous one (diff.json)."),
     }
 
 

@@ -1,89 +1,259 @@
-"""``README.md`` of a release: the dataset card, rendered from the manifest.
+"""``README.md`` of a release: the dataset card, as the Hugging Face Hub and GitHub render it.
 
-Everything in the card is read from the manifest (counts, hashes, source, config), the source terms
-(licence, citation, sharing) and the field descriptions, so the card cannot disagree with the files.
+The card opens with Hugging Face YAML front matter (licence of the source, ``pretty_name``, task
+categories, tags, size category and ``configs`` naming the three split files, so
+``datasets.load_dataset(release_dir)`` finds the splits), followed by Markdown sections.
+
+Each section is a small function of :class:`CardData` (the manifest, the source terms, the diff and
+the split tables as written) returning its Markdown, or ``None`` to leave itself out. ``SECTIONS``
+lists them in order: adding a section is writing one function and listing it there. Everything is
+read from those inputs, so the card cannot disagree with the files. Nothing in the Markdown relies
+on HTML or entities: a ``<`` in a type is written inside a code span, where it shows as itself.
 """
 
-import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+
+import pyarrow as pa
+import yaml
 
 from pipeline.release.base_database import BASE_DATABASE, SourceTerms
 from pipeline.release.diff import diff_markdown
 from pipeline.release.field_docs import FIELD_DESCRIPTIONS
 from pipeline.release.manifest import counts_markdown, noise_counts_markdown
+from pipeline.release.publication import benchmark_bibtex, publication, source_bibtex
 from pipeline.task_model import arrow_schema
+from pipeline.vocabulary import NOISE_LEVEL_OF, NoiseType, Split, Status
 
 CARD = "README.md"
 
+# Licence identifiers the Hub knows, per source terms (pipeline.release.base_database.TERMS).
+HUB_LICENSE: dict[str, dict[str, str]] = {
+    "synthetic": {"license": "cc-by-4.0"},
+    "mimic_iv_demo": {"license": "odbl"},
+    "mimic_iv": {"license": "other", "license_name": "physionet-credentialed-health-data-license-1.5.0",
+                 "license_link": "https://physionet.org/content/mimiciv/view-license/2.2/"},
+}
+TASK_CATEGORIES = ["question-answering", "table-question-answering"]
+TAGS = ["medical", "ehr", "mimic-iv", "clinical", "text-to-sql", "robustness", "agents", "benchmark", "croissant"]
 
-def _fields_table() -> str:
-    lines = ["| field | type | description |", "| --- | --- | --- |"]
-    for f in arrow_schema():
-        row = f"| `{f.name}` | `{f.type}` | {FIELD_DESCRIPTIONS[f.name]} |"
-        lines.append(row.replace("<", "&lt;").replace(">", "&gt;"))
+# What a twin of each noise type does to its clean task (docs/architecture.md, "Noise").
+NOISE_TYPE_CHANGES: dict[NoiseType, str] = {
+    NoiseType.MISSING_EVIDENCE: "hides every evidence row the answer rests on",
+    NoiseType.CONFLICTING_DUPLICATE: "adds a copy of an evidence row that disagrees on the value",
+    NoiseType.ORPHANED_RECORD: "breaks the evidence rows' link to their stay, admission or patient, or moves "
+                               "them outside it",
+    NoiseType.IMPLAUSIBLE_VALUE: "writes a physiologically impossible value into an evidence row",
+    NoiseType.UNIT_MISMATCH: "rewrites a value in another unit and relabels its unit",
+    NoiseType.NONEXISTENT_ENTITY: "names a patient, admission, stay or item that does not exist",
+    NoiseType.FALSE_PREMISE: "names something recorded, but never for this patient",
+    NoiseType.OUT_OF_WINDOW: "moves the question's time window outside every record",
+    NoiseType.AMBIGUOUS_REFERENCE: "refers to something several records could mean",
+}
+_CELL_LIMIT = 110
+
+
+@dataclass(frozen=True)
+class CardData:
+    manifest: dict
+    terms: SourceTerms
+    diff: dict | None = None
+    # The split files as written (split -> table), for examples; empty: the card shows none.
+    tasks: Mapping[str, pa.Table] = field(default_factory=dict)
+
+    @property
+    def version(self) -> str:
+        return self.manifest["version"]
+
+    @property
+    def counts(self) -> dict:
+        return self.manifest["counts"]
+
+    def rows(self, columns: list[str]) -> list[dict]:
+        tables = [t.select(columns) for t in self.tasks.values() if t.num_rows]
+        return pa.concat_tables(tables).to_pylist() if tables else []
+
+
+Section = Callable[[CardData], str | None]
+
+
+# ------------------------------------------------------------------------------ front matter
+
+def _size_category(n: int) -> str:
+    for limit, name in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),
+                        (1_000_000, "100K<n<1M"), (10_000_000, "1M<n<10M")):
+        if n < limit:
+            return name
+    return "10M<n<100M"
+
+
+def front_matter(data: CardData) -> dict:
+    """The Hugging Face metadata block: what the Hub indexes and what ``datasets`` loads."""
+    meta: dict = dict(HUB_LICENSE[data.terms.name])
+    meta |= {
+        "pretty_name": f"EHR-RobustGym {data.version}",
+        "language": ["en"],
+        "task_categories": list(TASK_CATEGORIES),
+        "tags": TAGS + (["synthetic"] if data.terms.name == "synthetic" else []),
+        "size_categories": [_size_category(data.counts["total"])],
+        "configs": [{"config_name": "default", "default": True,
+                     "data_files": [{"split": s.value, "path": f"tasks/{s.value}.parquet"} for s in Split]}],
+    }
+    return meta
+
+
+def _front_matter_text(data: CardData) -> str:
+    return "---\n" + yaml.safe_dump(front_matter(data), sort_keys=False, allow_unicode=True, width=1000) + "---"
+
+
+# ---------------------------------------------------------------------------------- helpers
+
+def _cell(value: object, limit: int = _CELL_LIMIT) -> str:
+    text = " ".join(str(value).split()).replace("|", "\\|")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _code(value: str) -> str:
+    return f"`{value}`"
+
+
+def _table(header: list[str], rows: list[list[str]], align: list[str] | None = None) -> str:
+    align = align or ["---"] * len(header)
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(lines)
 
 
-def floors_section(floors: dict | None) -> str:
-    """The reference floors (``robustgym.floors``): the line any reported model must clear."""
-    if not floors:
-        return ""
-    if not floors.get("agents"):
-        return f"\n\n## Reference floors\n\nNot scored: the {floors.get('split')} split has no task."
-    pct = lambda x: "–" if x is None else f"{100 * x:.1f}%"  # noqa: E731
-    ci = lambda c, f: f" [{f(c[0])}, {f(c[1])}]" if c else ""  # noqa: E731
-    score = lambda x: "–" if x is None else f"{x:+.3f}"  # noqa: E731
-    rows = "\n".join(f"| `{name}` | {score(a['reliability'])}{ci(a['reliability_ci'], score)} | "
-                     f"{pct(a['pairs'])}{ci(a['pairs_ci'], pct)} | {pct(a['clean'])} | {pct(a['noise'])} |"
-                     for name, a in floors["agents"].items())
-    bar = floors["bar"]
-    return f"""
-
-## Reference floors
-
-Agents that never look at the record, scored on the {floors['split']} split ({floors['tasks']} tasks;
-95% intervals from a bootstrap over patients): `abstain` always answers `no_evidence`, `clean_answer`
-gives the clean task's gold answer without checking anything. **A reported model must score above
-reliability {score(bar['reliability'])} and pair success {pct(bar['pairs'])}**; below that it does no
-better than ignoring the data.
-
-| floor | reliability | pair success | clean | noise |
-| --- | ---: | ---: | ---: | ---: |
-{rows}"""
+def _what_changed(twin: dict) -> str:
+    params = {p["name"]: p["value"] for p in twin["noise_params"] or []}
+    patch = twin["patch"] or {}
+    parts = [f"{len(patch.get(k) or [])} row(s) {verb}" for k, verb in
+             (("hide", "hidden"), ("add", "added"), ("update", "changed")) if patch.get(k)]
+    for key in ("column", "original", "implausible", "converted", "converted_unit", "nonexistent", "presumed",
+                "reference", "direction"):
+        if key in params:
+            parts.append(f"{key} {params[key]}")
+    return "; ".join(parts) or "the question"
 
 
-def render_dataset_card(manifest: dict, terms: SourceTerms, diff: dict | None = None) -> str:
-    v = manifest["version"]
-    counts = manifest["counts"]
-    files = "\n".join(f"| `{p}` | {f['rows'] if f['rows'] is not None else ''} | `{f['sha256']}` |"
-                      for p, f in manifest["files"].items())
-    if manifest["base_database"]:
-        base = (f"The base database is included as `{BASE_DATABASE}` (DuckDB, the 31 MIMIC-IV tables plus "
-                "`row_id`). A task's `patch` applies to it as temporary views "
-                "(`pipeline.patching.patched(con, patch)`), so the clean and every noisy state are reproduced "
-                "without copying tables.")
-    else:
-        base = ("The base database is **not** included (credentialed data). Rebuild it from your own "
-                "credentialed copy of MIMIC-IV and check it against this release's source fingerprint:\n\n"
-                f"```bash\n{manifest['rebuild_command']}\n```")
-    citation = f"\n\nCite the source data as:\n\n> {terms.citation}" if terms.citation else ""
-    sharing = (f"\n\n**Data-use agreement.** {terms.notice}" if not terms.redistributable else f"\n\n{terms.notice}")
-    changes = f"\n\n## Changes\n\n{diff_markdown(diff)}" if diff else ""
-    return f"""# EHR-RobustGym release {v}
+# --------------------------------------------------------------------------------- sections
+
+def title_section(data: CardData) -> str:
+    c = data.counts
+    m = data.manifest
+    return f"""# EHR-RobustGym release {data.version}
 
 Clean-Noise pairs of clinical questions over an electronic health record in the MIMIC-IV schema,
 for measuring and training the robustness of EHR question-answering agents. Each **clean task** is a
 question with executed gold SQL and its answer; each **noisy twin** derives from a clean task by a
 record-, value- or query-level change (a patch to the database, or a changed question) and says which
-outcome a robust agent should reach (e.g. `no_evidence`, `implausible_value`, `invalid_premise`),
+outcome a robust agent should reach (for example `no_evidence`, `implausible_value`, `invalid_premise`),
 with a recorded proof that the noise changes what the data supports.
 
-- Source: {terms.title} (`{manifest['source']['kind']}`, fingerprint `{manifest['source']['fingerprint']}`)
-- Created: {manifest['created']}; generator `{manifest['generator_version']}`; seed {manifest['seed']}
-- Tasks: {counts['total']} ({counts['clean']} clean, {counts['noise']} noisy twins);
-  train {counts['by_split']['train']}, validation {counts['by_split']['validation']}, test {counts['by_split']['test']}
+- Source: {data.terms.title} (`{m['source']['kind']}`, fingerprint `{m['source']['fingerprint']}`)
+- Created: {m['created']}; generator `{m['generator_version']}`; seed {m['seed']}
+- Tasks: {c['total']} ({c['clean']} clean, {c['noise']} noisy twins);
+  train {c['by_split']['train']}, validation {c['by_split']['validation']}, test {c['by_split']['test']}"""
 
-## How it was built
+
+def noise_types_section(data: CardData) -> str:
+    """Noise type -> expected status (and what else is accepted), with one example each from the release."""
+    rows = data.rows(["task_id", "clean_task_id", "variant", "question", "noise_type", "expected_status",
+                      "accepted_outcomes", "noise_params", "patch"])
+    questions = {r["task_id"]: r["question"] for r in rows if r["variant"] == "clean"}
+    first: dict[str, dict] = {}
+    for r in sorted((r for r in rows if r["variant"] != "clean"), key=lambda r: r["task_id"]):
+        first.setdefault(r["noise_type"], r)
+    table_rows = [["clean", "", "the question as asked, on the record as it is", _code(Status.ANSWERED.value), "",
+                   "the executed gold answer"]]
+    for noise_type in NoiseType:
+        twin = first.get(noise_type.value)
+        if twin is None:
+            continue
+        also = sorted({o["status"] for o in twin["accepted_outcomes"]} - {twin["expected_status"]})
+        if twin["question"] != questions.get(twin["clean_task_id"], twin["question"]):
+            example = f"{_cell(questions[twin['clean_task_id']], 60)} → {_cell(twin['question'], 60)}"
+        else:
+            example = f"{_cell(twin['question'], 60)} ({_cell(_what_changed(twin), 50)})"
+        table_rows.append([_code(noise_type.value), NOISE_LEVEL_OF[noise_type].value, NOISE_TYPE_CHANGES[noise_type],
+                           _code(twin["expected_status"]), ", ".join(_code(s) for s in also), example])
+    absent = [t.value for t in NoiseType if t.value not in first]
+    note = f"\n\nNo twin of this release has the type {', '.join(_code(t) for t in absent)}." if absent else ""
+    return ("## Noise types and expected outcomes\n\n"
+            "What each twin changes, the status a robust agent should conclude, the other outcomes the verifier "
+            "accepts, and one example from this release (the clean question → the noisy one; or the question "
+            "with what changed in its database):\n\n"
+            + _table(["noise type", "level", "what the twin does", "expected status", "also accepted", "example"],
+                     table_rows) + note)
+
+
+def evaluation_section(data: CardData) -> str:
+    v = data.version
+    return f"""## How to evaluate
+
+An agent answers each task with a **status** and, for `answered`, an **answer**. The verifier
+(`robustgym.verifier.verify`) passes a submission when it reaches one of the task's
+`accepted_outcomes`: the same status and, for `answered`, an answer that matches under the rules
+that normalised the gold answer:
+
+- numbers: within the task's `tolerance`, in the task's `unit` (counts are exact);
+- text: case- and whitespace-insensitive; `text_set`: the same items in any order;
+  `text_ranked`: the same items in the same order; booleans: yes/no; timestamps: to the second.
+
+A clean task accepts only its answer. A noisy twin expects its `expected_status`; some twins also
+accept a recomputed answer (see the table above). A task with no accepted outcome is an error,
+never a pass.
+
+Run an agent in the sandboxed environment (SQL and Python tools over the task's database, with the
+twin's patch applied as views) and score it:
+
+```bash
+robustgym eval --release releases/{v} --agent checking --trials 3 --split test --out reports/checking
+```
+
+`report.json` and `report.md` give success on clean tasks and on twins and their gap (per intent,
+level, noise level and noise type, paired by clean task), **pass^k** (the chance that all k trials of a
+task succeed, mean over tasks of C(c,k)/C(n,k) for c successes in n trials) next to pass@k, and
+reliability ((correct - wrong) / episodes: abstaining scores 0, a wrong answer -1)."""
+
+
+def use_and_limitations_section(data: CardData) -> str:
+    n_intents = len({c["intent"] for c in data.counts["by_category"]})
+    sharing = ("" if data.terms.redistributable else
+               "\n- **Credentialed data.** This release holds values from MIMIC-IV: use it only under the "
+               "PhysioNet data-use agreement it was built under, and do not share it outside it.")
+    source = ("The synthetic source has real MIMIC-IV vocabulary (items, codes, drugs) but invented patients: "
+              "distributions, correlations and coding practice are simplified, so scores on it are not scores "
+              "on real records." if data.terms.name == "synthetic" else
+              "The records come from one hospital's EHR (Beth Israel Deaconess Medical Center) as MIMIC-IV "
+              "publishes it, de-identified with shifted dates: populations, coding practice and documentation "
+              "habits are that hospital's.")
+    return f"""## Intended use and limitations
+
+**Intended use.** Measuring and training how well question-answering agents over an EHR database
+notice that the record cannot support an answer (missing, contradictory, implausible or
+inconsistent evidence; a false, ambiguous or out-of-range premise) and say so instead of answering;
+comparing agents on paired clean and noisy tasks; fine-tuning from the recorded trajectories.
+
+**Not for** clinical decision-making, or as a measure of clinical knowledge: the gold answers are
+what the database says, computed by SQL, not clinical judgements.
+
+**Limitations.**
+
+- The noise is injected, one change per twin, of nine types; real records combine problems and have
+  others (free-text errors, copy-paste, unit conventions of other sites).
+- Questions come from templates of {n_intents} clinical intents with fixed paraphrases: they are
+  narrower and more regular than what clinicians ask.
+- Gold answers are executed SQL over the source as loaded; where the source itself is wrong, so is
+  the gold answer of the clean task.
+- {source}{sharing}"""
+
+
+def build_section(data: CardData) -> str:
+    import json
+
+    return f"""## How it was built
 
 1. The source database was built (`robustgym build`, Dagster group `source`) and checked against
    the source-table data contracts.
@@ -98,38 +268,63 @@ with a recorded proof that the noise changes what the data supports.
 Configuration:
 
 ```json
-{json.dumps(manifest['config'], indent=2, sort_keys=True)}
-```
+{json.dumps(data.manifest['config'], indent=2, sort_keys=True)}
+```"""
 
-## Counts
+
+def counts_section(data: CardData) -> str:
+    return f"""## Counts
 
 Clean tasks and twins per intent, level and split:
 
-{counts_markdown(counts)}
+{counts_markdown(data.counts)}
 
 Per noise type:
 
-{noise_counts_markdown(counts)}{floors_section(manifest.get('floors'))}
+{noise_counts_markdown(data.counts)}"""
 
-## Files
 
-| file | rows | sha256 |
-| --- | ---: | --- |
+def files_section(data: CardData) -> str:
+    m = data.manifest
+    files = _table(["file", "rows", "sha256"],
+                   [[_code(p), str(f["rows"]) if f["rows"] is not None else "", _code(f["sha256"])]
+                    for p, f in m["files"].items()], ["---", "---:", "---"])
+    if m["base_database"]:
+        base = (f"The base database is included as `{BASE_DATABASE}` (DuckDB, the MIMIC-IV tables plus "
+                "`row_id`). A task's `patch` applies to it as temporary views "
+                "(`pipeline.patching.patched(con, patch)`), so the clean and every noisy state are reproduced "
+                "without copying tables.")
+    else:
+        base = ("The base database is **not** included (credentialed data). Rebuild it from your own "
+                "credentialed copy of MIMIC-IV and check it against this release's source fingerprint:\n\n"
+                f"```bash\n{m['rebuild_command']}\n```")
+    return f"""## Files
+
 {files}
 
 `manifest.json` holds the counts per split x intent x level x noise type, the file hashes, the
 configuration and the schema; `croissant.json` is the Croissant 1.0 description; `diff.json` lists
 what changed against the previous release.
 
-{base}
+{base}"""
 
-## Fields
 
-One row per task (clean or noisy), typed (structs and lists, not JSON strings):
+def fields_section(data: CardData) -> str:
+    rows = [[_code(f.name), _code(str(f.type)), _cell(FIELD_DESCRIPTIONS[f.name], 400)] for f in arrow_schema()]
+    return ("## Fields\n\nOne row per task (clean or noisy), typed (structs and lists, not JSON strings):\n\n"
+            + _table(["field", "type", "description"], rows))
 
-{_fields_table()}
 
-## Loading
+def loading_section(data: CardData) -> str:
+    v = data.version
+    return f"""## Loading
+
+Hugging Face `datasets` (the splits are declared in this card's metadata):
+
+```python
+from datasets import load_dataset
+ds = load_dataset("releases/{v}")  # DatasetDict with train, validation and test
+```
 
 polars:
 
@@ -145,23 +340,88 @@ DuckDB:
 SELECT split, variant, count(*) FROM read_parquet('releases/{v}/tasks/*.parquet') GROUP BY ALL;
 ```
 
-Hugging Face `datasets`:
+The environment (tools, verifier, patches applied as views):
 
 ```python
-from datasets import load_dataset
-ds = load_dataset("parquet", data_files={{
-    "train": "releases/{v}/tasks/train.parquet",
-    "validation": "releases/{v}/tasks/validation.parquet",
-    "test": "releases/{v}/tasks/test.parquet",
-}})
-```
+from robustgym import Env, load_release
+env = Env(load_release("releases/{v}"))
+```"""
 
-## Licence and citation
 
-Released under {terms.licence} ({terms.licence_url}).{sharing}{citation}
+def licence_section(data: CardData) -> str:
+    terms = data.terms
+    sharing = f"**Data-use agreement.** {terms.notice}" if not terms.redistributable else terms.notice
+    pub = publication(data.manifest)
+    where = f" It is published at {pub['url']}." if pub["url"] else ""
+    source = source_bibtex(terms)
+    cite_source = (f"\n\nCite the source data as:\n\n> {terms.citation}\n\n```bibtex\n{source}\n```"
+                   if source else "\n\nThe synthetic source has no data to cite beyond this release.")
+    return f"""## Licence and citation
 
-Cite EHR-RobustGym with the release version (`{v}`) and the source fingerprint above.{changes}
-"""
+Released under {terms.licence} ({terms.licence_url}).{where}
+
+{sharing}
+
+Cite this release of EHR-RobustGym as:
+
+```bibtex
+{benchmark_bibtex(data.manifest)}
+```{cite_source}"""
+
+
+def changes_section(data: CardData) -> str | None:
+    return f"## Changes\n\n{diff_markdown(data.diff)}" if data.diff else None
+
+
+def floors_section(data: CardData) -> str | None:
+    """The reference floors (``robustgym.floors``): the line any reported model must clear."""
+    floors = data.manifest.get("floors")
+    if not floors:
+        return None
+    if not floors.get("agents"):
+        return f"## Reference floors\n\nNot scored: the {floors.get('split')} split has no task."
+    pct = lambda x: "–" if x is None else f"{100 * x:.1f}%"  # noqa: E731
+    ci = lambda c, f: f" [{f(c[0])}, {f(c[1])}]" if c else ""  # noqa: E731
+    score = lambda x: "–" if x is None else f"{x:+.3f}"  # noqa: E731
+    rows = [[f"`{name}`", f"{score(a['reliability'])}{ci(a['reliability_ci'], score)}",
+             f"{pct(a['pairs'])}{ci(a['pairs_ci'], pct)}", pct(a["clean"]), pct(a["noise"])]
+            for name, a in floors["agents"].items()]
+    bar = floors["bar"]
+    return f"""## Reference floors
+
+Agents that never look at the record, scored on the {floors['split']} split ({floors['tasks']} tasks;
+95% intervals from a bootstrap over patients): `abstain` always answers `no_evidence`, `clean_answer`
+gives the clean task's gold answer without checking anything. **A reported model must score above
+reliability {score(bar['reliability'])} and pair success {pct(bar['pairs'])}**; below that it does no
+better than ignoring the data.
+
+{_table(["floor", "reliability", "pair success", "clean", "noise"], rows, ["---", "---:", "---:", "---:", "---:"])}"""
+
+
+SECTIONS: tuple[Section, ...] = (
+    title_section,
+    noise_types_section,
+    evaluation_section,
+    floors_section,
+    use_and_limitations_section,
+    build_section,
+    counts_section,
+    files_section,
+    fields_section,
+    loading_section,
+    licence_section,
+    changes_section,
+)
+
+
+def render_card(data: CardData, sections: tuple[Section, ...] = SECTIONS) -> str:
+    parts = [_front_matter_text(data)] + [text for section in sections if (text := section(data))]
+    return "\n\n".join(parts) + "\n"
+
+
+def render_dataset_card(manifest: dict, terms: SourceTerms, diff: dict | None = None,
+                        tasks: Mapping[str, pa.Table] | None = None) -> str:
+    return render_card(CardData(manifest, terms, diff, dict(tasks or {})))
 
 
 def write_dataset_card(release_dir: Path, text: str) -> Path:

@@ -300,7 +300,7 @@ def build_release(tasks: Iterable[Task], *, source_db: Path, version: str | None
             say("scoring the release (reference floors)")
             manifest.update(score_release(tmp, source_db))
             write_manifest(tmp, manifest)
-        write_dataset_card(tmp, render_dataset_card(manifest, terms, diff))
+        write_dataset_card(tmp, render_dataset_card(manifest, terms, diff, tasks=written))
         write_croissant(tmp, build_croissant(manifest, terms, FIELD_DESCRIPTIONS))
 
         say("verifying the release folder")

@@ -32,6 +32,7 @@ import duckdb
 
 from pipeline.answers import AnswerShapeError, Unanswerable, normalise
 from pipeline.capabilities import INTENT_TABLES
+from pipeline.progress import Progress, ProgressEvent, emit
 from pipeline.schema import TABLES_BY_NAME
 from pipeline.source_db import read_source_info
 from pipeline.task_model import AnswerValue, NamedValue, Outcome, RowRef, Task
@@ -44,6 +45,7 @@ DEFAULT_MAX_EVIDENCE_ROWS = 5000  # a patch hiding a task's evidence must stay s
 UNIT_NOT_UNIQUE = "unit_not_unique"
 NO_EVIDENCE_ROWS = "no_evidence_rows"
 EVIDENCE_TOO_LARGE = "evidence_too_large"
+PROGRESS_STAGE, PROGRESS_UNIT = "templates", "template"
 _CANDIDATES = "__rg_candidates"
 _UNIT_WRAPPER = ("(SELECT CASE WHEN count(*) > 0 AND count(*) = count(__u) AND count(DISTINCT __u) = 1 "
                  "THEN min(__u) END FROM ({sql}) AS __units(__u))")
@@ -334,10 +336,12 @@ def extract_clean_tasks(con_or_db_path: duckdb.DuckDBPyConnection | str | Path, 
                         tasks_per_template: int = DEFAULT_TASKS_PER_TEMPLATE,
                         seed: int = 0, templates: Iterable[Template] | None = None,
                         max_evidence_rows: int = DEFAULT_MAX_EVIDENCE_ROWS,
-                        progress: Callable[[str], None] | None = None) -> ExtractionResult:
+                        progress: Progress | None = None) -> ExtractionResult:
     """Clean tasks from the source database: up to ``tasks_per_template`` per registered template.
 
     ``intents`` restricts the intents (default: all); ``templates`` replaces the registry (tests).
+    ``progress`` receives a ``ProgressEvent`` (stage ``templates``, unit ``template``) before the
+    first template and after each one, and a plain message for each intent skipped.
     Tasks come in intent order, then template order, then acceptance order. An intent whose tables
     are missing is skipped and named in ``result.skipped``.
     """
@@ -353,28 +357,32 @@ def extract_clean_tasks(con_or_db_path: duckdb.DuckDBPyConnection | str | Path, 
 
 
 def _extract(con, intents, tasks_per_template, seed, templates, max_evidence_rows, progress) -> ExtractionResult:
-    say = progress or (lambda _msg: None)
     fingerprint = read_source_info(con).fingerprint
     wanted = list(Intent) if intents is None else [i for i in Intent if i in {Intent(x) for x in intents}]
     pool = list(REGISTRY) if templates is None else list(templates)
     present = present_tables(con)
     result = ExtractionResult([], {}, {}, {}, fingerprint)
+    work = []
     for intent in wanted:
         chosen = [t for t in pool if t.intent is intent]
         missing = sorted(INTENT_TABLES[intent] - present)
         if missing:
             result.skipped[intent.value] = (f"{intent.value}: the database lacks {', '.join(missing)}; "
                                             f"its {len(chosen)} templates were skipped")
-            say(result.skipped[intent.value])
+            emit(progress, result.skipped[intent.value])
             continue
-        for template in chosen:
-            tasks, rejected, examined = extract_template(
-                con, template, tasks_per_template=tasks_per_template, seed=seed, fingerprint=fingerprint,
-                max_evidence_rows=max_evidence_rows)
-            result.tasks += tasks
-            result.rejections[template.id] = rejected
-            result.examined[template.id] = examined
-            say(f"{template.id}: {len(tasks)} tasks, {sum(rejected.values())} fillings rejected")
+        work += chosen
+    if work:
+        emit(progress, ProgressEvent(PROGRESS_STAGE, PROGRESS_UNIT, 0, len(work)))
+    for done, template in enumerate(work, 1):
+        tasks, rejected, examined = extract_template(
+            con, template, tasks_per_template=tasks_per_template, seed=seed, fingerprint=fingerprint,
+            max_evidence_rows=max_evidence_rows)
+        result.tasks += tasks
+        result.rejections[template.id] = rejected
+        result.examined[template.id] = examined
+        emit(progress, ProgressEvent(PROGRESS_STAGE, PROGRESS_UNIT, done, len(work), template.id,
+                                     f"{len(tasks)} tasks, {sum(rejected.values())} fillings rejected"))
     ids = Counter(t.task_id for t in result.tasks)
     dupes = [i for i, c in ids.items() if c > 1]
     if dupes:

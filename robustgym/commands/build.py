@@ -2,8 +2,10 @@
 
 Every asset of the Dagster code location (``assets.definitions``) is materialized in-process, in
 dependency order, with the same checks as in the UI: a failed blocking check stops the build and
-nothing is published. With ``DAGSTER_HOME`` set, the runs are recorded in that instance (and show
-in ``dagster dev``); otherwise in a throwaway one.
+nothing is published; a check that warns is printed with its evidence. Long stages report their
+progress (``pipeline.progress``), shown with an ETA. With ``DAGSTER_HOME`` set, the runs are
+recorded in that instance (and show in ``dg dev``); otherwise in a throwaway one, with Dagster's
+telemetry off.
 """
 
 import argparse
@@ -71,6 +73,66 @@ def settings_from(args: argparse.Namespace) -> dict:
     return settings
 
 
+class ProgressPrinter:
+    """Prints what the build reports: step lines and plain messages as they come, a stage's progress
+    events with an ETA. On a terminal an event rewrites one line in place; elsewhere (a log file, CI)
+    a stage prints its first and last event and one every ``every`` seconds in between."""
+
+    def __init__(self, out=None, every: float = 10.0, clock=None):
+        import time
+
+        from pipeline.progress import Eta
+
+        self.out = out or sys.stderr
+        self.clock = clock or time.monotonic
+        self.eta = Eta(clock=self.clock)
+        self.every = every
+        self.live = bool(getattr(self.out, "isatty", lambda: False)())
+        self._last_printed: dict[tuple[str, str], float] = {}
+        self._open_line = False
+
+    def __call__(self, message: str) -> None:
+        from pipeline.progress import ProgressEvent, format_seconds
+
+        if not isinstance(message, ProgressEvent):
+            self._write(message)
+            return
+        left = self.eta.update(message)
+        eta = f" (ETA {format_seconds(left)})" if left is not None and message.done < message.total else ""
+        line = f"    {message}{eta}"
+        if self.live:
+            print("\r" + line[:160].ljust(160), end="", file=self.out, flush=True)
+            self._open_line = True
+            return
+        key, now = (message.stage, message.unit), self.clock()
+        edge = message.done in (0, message.total)
+        if edge or now - self._last_printed.get(key, float("-inf")) >= self.every:
+            self._last_printed[key] = now
+            self._write(line)
+
+    def _write(self, line: str) -> None:
+        if self._open_line:
+            print(file=self.out)
+            self._open_line = False
+        print(line, file=self.out, flush=True)
+
+
+def cli_instance():
+    """The instance the build records its runs in, with Dagster's telemetry off (no banner in the
+    middle of a build): ``$DAGSTER_HOME``'s storage when set, so the runs show in ``dg dev``
+    (its dagster.yaml with telemetry overridden for this process only), else a throwaway one."""
+    import os
+
+    import dagster as dg
+    from dagster._core.instance.ref import InstanceRef
+
+    home = os.environ.get("DAGSTER_HOME")
+    if home:
+        ref = InstanceRef.from_dir(os.path.expanduser(home), overrides={"telemetry": {"enabled": False}})
+        return dg.DagsterInstance.from_ref(ref)
+    return dg.DagsterInstance.ephemeral(settings={"telemetry": {"enabled": False}})
+
+
 EXIT_LOCKED = 75  # EX_TEMPFAIL: another build holds the folder; try again later
 
 
@@ -93,10 +155,6 @@ def run(args: argparse.Namespace, defs=None) -> int:
 
 def _run_locked(args: argparse.Namespace, defs=None) -> int:
     # Dagster and the pipeline are imported here: `robustgym --help` stays quick.
-    import os
-
-    import dagster as dg
-
     from assets.release.rebuild import config_fields, run_graph
     from assets.resources import ProjectPaths
     from pipeline.vocabulary import AssetName
@@ -111,8 +169,8 @@ def _run_locked(args: argparse.Namespace, defs=None) -> int:
               file=sys.stderr)
         return 2
     paths = ProjectPaths(data_dir=str(args.data_dir), releases_dir=str(args.releases_dir))
-    instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
-    say = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
+    instance = cli_instance()
+    say = ProgressPrinter()
     started = time.perf_counter()
     with instance:
         graph = run_graph(defs, settings=settings_from(args), resources={"paths": paths}, instance=instance,
@@ -125,9 +183,7 @@ def _run_locked(args: argparse.Namespace, defs=None) -> int:
               file=sys.stderr)
         for check in step.failed_checks if step else ():
             print(f"\ncheck {check.asset}.{check.check} ({check.severity}) failed:", file=sys.stderr)
-            for key in ("summary", "tables_failing", "failures", "problems"):
-                if key in check.metadata:
-                    print(check.metadata[key], file=sys.stderr)
+            print(check.evidence, file=sys.stderr)
         print("nothing was published", file=sys.stderr)
         return 1
     published = graph.last(AssetName.RELEASE.value)

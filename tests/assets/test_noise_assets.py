@@ -6,7 +6,8 @@ import dagster as dg
 import pytest
 
 from assets.noise import ASSETS, CHECKS
-from assets.noise.assets import NoiseCheck, noise_pairs
+from assets.noise.assets import noise_pairs
+from assets.noise.checks import NoiseCheck
 from assets.resources import ProjectPaths
 from pipeline.noise.task_files import read_twins, twins_path
 from pipeline.templates import extract_clean_tasks
@@ -59,15 +60,20 @@ def test_each_level_writes_its_proven_twins_and_passes_its_checks(demo_paths, ru
     assert len(twins) == TARGET // 3 and {t.noise_level for t in twins} == {level}
     assert {t.noise_type for t in twins} == {t for t in NOISE_LEVEL_OF if NOISE_LEVEL_OF[t] is level}
     checks = _checks(result)
-    for name in (NoiseCheck.TWINS_PROVEN, NoiseCheck.EVERY_TYPE_BUILT, NoiseCheck.TWINS_RECHECK):
+    for name in (NoiseCheck.TWINS_PROVEN, NoiseCheck.EVERY_TYPE_BUILT, NoiseCheck.TWINS_RECHECK,
+                 NoiseCheck.NOISY_TWINS_CONTRACT, NoiseCheck.PAIRS_CONTRACT):
         assert checks[name].passed, (name, checks[name].metadata)
     assert checks[NoiseCheck.TWINS_RECHECK].metadata["twins_rechecked"].value > 0
+    assert {c.partition for c in checks.values()} == {level.value}
 
 
 def test_the_metadata_shows_counts_drops_and_pairs_side_by_side(runs):
     (mat,) = runs[NoiseLevel.VALUE].asset_materializations_for_node(AssetName.NOISE_PAIRS.value)
     md = mat.metadata
-    assert md["twins"].value == TARGET // 3 and md["target"].value == TARGET // 3
+    assert md["dagster/row_count"].value == TARGET // 3
+    mix = {r.data["noise_type"]: r.data for r in md["noise_mix"].records}
+    assert set(mix) == {"implausible_value", "unit_mismatch"}
+    assert sum(r["twins"] for r in mix.values()) == sum(r["target"] for r in mix.values()) == TARGET // 3
     assert "| intent | level | missing_evidence |" in md["counts_intent_level_noise_type"].value
     assert "| noise type | reason | dropped | example |" in md["dropped_why"].value or md["dropped"].value == 0
     sample = md["sample_pairs"].value
@@ -80,6 +86,19 @@ def test_rematerializing_with_the_same_seed_writes_the_same_bytes(demo_paths, ru
     before = path.read_bytes()
     assert _materialize(demo_paths, NoiseLevel.QUERY).success
     assert path.read_bytes() == before
+
+
+def test_clean_tasks_of_another_source_are_refused_with_the_files_named(demo_paths, tmp_path, synthetic_db):
+    paths = ProjectPaths(data_dir=str(tmp_path / "data"))
+    paths.source_db.parent.mkdir(parents=True)
+    shutil.copy(synthetic_db, paths.source_db)  # another source than the one the clean tasks were built on
+    shutil.copytree(demo_paths.clean_tasks_dir, paths.clean_tasks_dir)
+    result = dg.materialize([noise_pairs], partition_key="query", resources={"paths": paths}, raise_on_error=False,
+                            run_config={"ops": {AssetName.NOISE_PAIRS.value: {"config": {"target_pairs": TARGET}}}})
+    assert not result.success
+    message = result.failure_data_for_node(AssetName.NOISE_PAIRS.value).user_failure_data.description
+    assert "another source database" in message and "laboratory.parquet" in message
+    assert not paths.noise_dir.exists()
 
 
 def test_inconsistent_shares_fail_the_run_with_the_reason(demo_paths):

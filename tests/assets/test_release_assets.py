@@ -16,13 +16,13 @@ from assets import noise as noise_stage
 from assets import release as release_stage
 from assets import source as source_stage
 from assets import templates as templates_stage
+from assets.automation import MIMIC_DIRS_ENV, mimic_source_changed, release_schedule
 from assets.noise.checks import noise_contracts
 from assets.release.assets import CONTRACT_CHECKS, contract_check_name
-from assets.release.automation import MIMIC_DIRS_ENV, mimic_source_changed, release_schedule
 from assets.release.checks import ReleaseCheck
-from assets.release.rebuild import run_graph
+from assets.release.rebuild import check_evaluations, run_graph
 from assets.resources import ProjectPaths
-from assets.source.checks import SOURCE_TABLES_CHECK, source_tables_contract
+from assets.source.checks import source_tables_contract
 from assets.templates.checks import clean_tasks_contract
 from pipeline.contracts import split_by_variant
 from pipeline.release import latest_version
@@ -64,12 +64,19 @@ def _run(paths: ProjectPaths, shares, selection=None, **config) -> dg.ExecuteInP
     run_config = {"ops": {AssetName.RELEASE_CANDIDATE.value: {"config": {"noise_type_shares": shares}}}}
     if config:
         run_config["ops"][AssetName.RELEASE.value] = {"config": config}
-    return dg.materialize(EVERYTHING, selection=selection or dg.AssetSelection.groups("release"),
-                          resources={"paths": paths}, run_config=run_config, raise_on_error=False)
+    instance = dg.DagsterInstance.ephemeral()
+    result = dg.materialize(EVERYTHING, selection=selection or dg.AssetSelection.groups("release"),
+                            resources={"paths": paths}, run_config=run_config, raise_on_error=False, instance=instance)
+    _INSTANCES[result.run_id] = instance
+    return result
+
+
+_INSTANCES: dict[str, dg.DagsterInstance] = {}  # run id -> the instance that recorded it
 
 
 def _evaluations(result) -> dict:
-    return {e.check_name: e for e in result.get_asset_check_evaluations()}
+    """Every check evaluation of the run, also those recorded by a step that then failed."""
+    return {e.check_name: e for e in check_evaluations(_INSTANCES[result.run_id], result.run_id)}
 
 
 def _published(paths: ProjectPaths) -> list[str]:
@@ -79,7 +86,8 @@ def _published(paths: ProjectPaths) -> list[str]:
 @pytest.fixture(scope="module")
 def good_run(table, demo_db, tmp_path_factory):
     paths = _stage_outputs(table, demo_db, tmp_path_factory.mktemp("good"))
-    return paths, _run(paths, observed_noise_shares(demo_tasks(demo_db)), version="1.0.0")
+    return paths, _run(paths, observed_noise_shares(demo_tasks(demo_db)), version="1.0.0",
+                       url="https://example.org/robustgym", creator="A Lab")
 
 
 def test_the_release_group_publishes_a_validated_release(good_run):
@@ -92,7 +100,12 @@ def test_the_release_group_publishes_a_validated_release(good_run):
     manifest = json.loads((paths.releases / "1.0.0" / "manifest.json").read_text())
     materialized = {m.asset_key.to_user_string(): m for m in result.get_asset_materialization_events()}
     meta = materialized["release"].materialization.metadata
-    assert meta["version"].value == "1.0.0" and meta["tasks"].value == manifest["counts"]["total"]
+    assert meta["version"].value == "1.0.0" and meta["dagster/row_count"].value == manifest["counts"]["total"]
+    assert [c.name for c in meta["dagster/column_schema"].schema.columns][:3] == ["task_id", "clean_task_id", "variant"]
+    # Where it is published is release config, stated in croissant.json and the card, never made up.
+    croissant = json.loads((paths.releases / "1.0.0" / "croissant.json").read_text())
+    assert croissant["url"] == "https://example.org/robustgym" and croissant["creator"]["name"] == "A Lab"
+    assert manifest["config"]["publication"] == {"url": "https://example.org/robustgym", "creator": "A Lab"}
 
 
 def test_contract_checks_report_every_expectation_with_its_result(good_run):
@@ -175,49 +188,60 @@ def test_a_leaking_split_fails_the_run_with_evidence_and_publishes_nothing(kind,
 def test_the_source_table_check_names_a_broken_column(demo_db, tmp_path):
     import duckdb
 
-    db = tmp_path / "data" / "source.duckdb"
-    db.parent.mkdir()
+    db = tmp_path / "source.duckdb"
     with duckdb.connect(str(db)) as con:
         con.execute(f"ATTACH '{demo_db}' AS demo (READ_ONLY)")
         for name in ("patients", "admissions", "_robustgym_meta"):
             con.execute(f"CREATE TABLE {name} AS SELECT * FROM demo.{name}")
         con.execute("ALTER TABLE admissions ALTER hadm_id TYPE VARCHAR")
-    paths = ProjectPaths(data_dir=str(tmp_path / "data"), releases_dir=str(tmp_path / "releases"))
-    result = dg.materialize(EVERYTHING, selection=dg.AssetSelection.checks(source_tables_contract),
-                            resources={"paths": paths}, raise_on_error=False)
-    evaluation = _evaluations(result)[SOURCE_TABLES_CHECK]
+    evaluation = source_tables_contract(db)
     assert not evaluation.passed and evaluation.severity is dg.AssetCheckSeverity.ERROR
     assert evaluation.metadata["tables_failing"].value == "admissions"
     assert "hadm_id" in evaluation.metadata["failures"].value and "VARCHAR" in evaluation.metadata["failures"].value
+    assert "admissions" in evaluation.metadata["evidence"].value
 
 
 @pytest.mark.parametrize("broken", [False, True])
-def test_the_clean_tasks_check_guards_the_clean_tasks_asset(broken, table, demo_db, tmp_path):
+def test_the_clean_tasks_contract_names_the_broken_answer(broken, table, demo_db):
     answer_break = next(b for b in BREAKS if b.name == "answer_not_parsing")
-    paths = _stage_outputs(answer_break.breaker(table) if broken else table, demo_db, tmp_path)
-    result = dg.materialize(EVERYTHING, selection=dg.AssetSelection.checks(clean_tasks_contract),
-                            resources={"paths": paths}, raise_on_error=False)
-    evaluation = _evaluations(result)["clean_tasks_contract"]
-    assert evaluation.passed is not broken
-    if broken:
-        assert evaluation.severity is dg.AssetCheckSeverity.ERROR
+    clean, _ = split_by_variant(answer_break.breaker(table) if broken else table)
+    fingerprint = _fingerprint(demo_db)
+    intents = sorted(set(clean.column("intent").to_pylist()))
+    import pyarrow.compute as pc
+
+    for intent in intents:
+        part = clean.filter(pc.equal(clean.column("intent"), intent))
+        evaluation = clean_tasks_contract(part, fingerprint, intent, None)
+        if not broken or "| answer_problem |" not in evaluation.metadata["failures"].value:
+            continue
+        assert evaluation.severity is dg.AssetCheckSeverity.ERROR and not evaluation.passed
         assert "| clean_tasks | tasks | expect_column_values_to_be_null | answer_problem | critical | 1 |" in \
             evaluation.metadata["failures"].value
+        assert "answer_problem" in evaluation.metadata["evidence"].value
+        return
+    assert not broken, "the broken answer was not reported by any intent's contract"
+
+
+def _fingerprint(db) -> str:
+    import duckdb
+
+    from pipeline.source_db import read_source_info
+
+    with duckdb.connect(str(db), read_only=True) as con:
+        return read_source_info(con).fingerprint
 
 
 @pytest.mark.parametrize("broken", [False, True])
-def test_the_noise_checks_guard_the_noise_asset(broken, table, demo_db, tmp_path):
+def test_the_noise_contracts_name_a_twin_without_proof(broken, table, demo_db):
     proof_break = next(b for b in BREAKS if b.name == "proof_missing")
-    paths = _stage_outputs(proof_break.breaker(table) if broken else table, demo_db, tmp_path)
-    result = dg.materialize(EVERYTHING, selection=dg.AssetSelection.checks(noise_contracts),
-                            resources={"paths": paths}, raise_on_error=False)
-    evaluations = _evaluations(result)
+    clean, twins = split_by_variant(proof_break.breaker(table) if broken else table)
+    evaluations = {e.check_name: e for e in noise_contracts(twins, clean, _fingerprint(demo_db))}
     assert evaluations["pairs_contract"].passed
-    twins = evaluations["noisy_twins_contract"]
-    assert twins.passed is not broken
+    result = evaluations["noisy_twins_contract"]
+    assert result.passed is not broken
     if broken:
         assert "| noisy_twins | tasks | expect_column_values_to_be_null | proof_problem | critical | 1 |" in \
-            twins.metadata["failures"].value
+            result.metadata["failures"].value
 
 
 def test_the_graph_runner_stops_at_a_failed_blocking_check(table, demo_db, tmp_path):
@@ -241,14 +265,14 @@ def test_the_schedule_is_weekly_by_default_and_configurable():
     assert release_schedule("0 2 * * *", name="nightly").cron_schedule == "0 2 * * *"
 
 
-def test_the_schedule_rebuilds_from_the_configured_mimic_source_or_the_synthetic_one(monkeypatch, tmp_path):
+def test_the_schedule_refreshes_from_the_configured_mimic_source_or_the_synthetic_one(monkeypatch, tmp_path):
     schedule = release_schedule()
     monkeypatch.delenv(MIMIC_DIRS_ENV, raising=False)
     request = schedule.evaluate_tick(dg.build_schedule_context()).run_requests[0]
-    assert request.run_config["ops"]["rebuild_release_graph"]["config"] == {"kind": "synthetic"}
+    assert request.run_config["ops"]["source_database"]["config"] == {"kind": "synthetic"}
     monkeypatch.setenv(MIMIC_DIRS_ENV, str(tmp_path))
     request = schedule.evaluate_tick(dg.build_schedule_context()).run_requests[0]
-    assert request.run_config["ops"]["rebuild_release_graph"]["config"]["mimic_dirs"] == [str(tmp_path)]
+    assert request.run_config["ops"]["source_database"]["config"]["mimic_dirs"] == [str(tmp_path)]
 
 
 def test_the_sensor_starts_a_rebuild_when_the_source_changes_and_only_then(monkeypatch, demo_dir, tmp_path):
@@ -263,7 +287,7 @@ def test_the_sensor_starts_a_rebuild_when_the_source_changes_and_only_then(monke
     monkeypatch.setenv(MIMIC_DIRS_ENV, str(source))
     first = mimic_source_changed(dg.build_sensor_context())
     assert isinstance(first, dg.RunRequest)
-    assert first.run_config["ops"]["rebuild_release_graph"]["config"] == {"kind": "mimic_iv", "mimic_dirs": [str(source)]}
+    assert first.run_config["ops"]["source_database"]["config"] == {"kind": "mimic_iv", "mimic_dirs": [str(source)]}
     context = dg.build_sensor_context(cursor=first.run_key)
     assert isinstance(mimic_source_changed(context), dg.SkipReason)
     extra = source / "hosp" / "patients.csv.gz"
@@ -288,15 +312,12 @@ def test_the_release_stage_wiring_is_what_review_expects():
         "release_candidate.noisy_twins_contract", "release_candidate.pairs_contract",
         "release_candidate.release_splits_contract"]
     assert [k for k, b in blocking.items() if not b] == ["release.release_reads_back"]
-    assert [j.name for j in release_stage.JOBS] == ["rebuild_release"]
-    assert [(s.name, s.cron_schedule) for s in release_stage.SCHEDULES] == [("weekly_release_rebuild", "0 4 * * 1")]
-    assert [s.name for s in release_stage.SENSORS] == ["mimic_source_changed"]
 
 
 def test_each_upstream_contract_check_sits_in_the_stage_of_the_asset_it_guards_and_blocks():
     placed = {f"{s.asset_key.to_user_string()}.{s.name}": (stage, s.blocking)
               for stage, module in (("source", source_stage), ("templates", templates_stage), ("noise", noise_stage))
-              for c in module.CHECKS for s in c.check_specs if s.name.endswith("_contract")}
+              for a in [*module.ASSETS, *module.CHECKS] for s in a.check_specs if s.name.endswith("_contract")}
     assert placed == {
         "source_database.source_tables_contract": ("source", True),
         "clean_tasks.clean_tasks_contract": ("templates", True),

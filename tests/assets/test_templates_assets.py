@@ -8,8 +8,9 @@ import pytest
 
 from assets.resources import ProjectPaths
 from assets.templates import ASSETS, CHECKS
-from assets.templates.assets import TemplateCheck, clean_tasks, template_catalogue
-from assets.templates.checks import answers_reexecute
+from assets.release.rebuild import check_evaluations
+from assets.templates.assets import clean_tasks, template_catalogue
+from assets.templates.checks import TemplateCheck
 from pipeline.task_model import arrow_schema, tasks_from_arrow
 from pipeline.templates import REGISTRY
 from pipeline.vocabulary import AssetName, Group, Intent, Level
@@ -80,20 +81,26 @@ def test_one_intent_materializes_alone_into_its_parquet_file(laboratory_run, dem
     assert not (demo_paths.clean_tasks_dir / "medications.parquet").exists()
 
 
-def test_the_materialization_reports_counts_rejections_and_a_preview(laboratory_run):
+def test_the_materialization_reports_rows_columns_distributions_rejections_and_a_preview(laboratory_run, demo_paths):
     (mat,) = laboratory_run.asset_materializations_for_node(AssetName.CLEAN_TASKS.value)
     meta = mat.metadata
-    assert meta["tasks"].value == sum(meta["per_level"].value.values()) > 0
-    assert "| patient | number |" in meta["per_level_and_answer_type"].value
+    rows = pq.read_table(str(demo_paths.clean_tasks_dir / "laboratory.parquet")).num_rows
+    assert meta["dagster/row_count"].value == rows > 0
+    assert [c.name for c in meta["dagster/column_schema"].schema.columns] == arrow_schema().names
+    distribution = [r.data for r in meta["answers_per_level_and_type"].records]
+    assert sum(r["tasks"] for r in distribution) == rows
+    assert {"level": "patient", "answer_type": "number"} in [{k: r[k] for k in ("level", "answer_type")}
+                                                           for r in distribution]
     assert "| lab_last_value |" in meta["rejections_per_template"].value
     assert "| lab_last_value | " in meta["preview"].value
 
 
-def test_the_checks_pass_on_the_demo(laboratory_run):
+def test_the_checks_pass_on_the_demo_each_on_its_partition(laboratory_run):
     checks = _checks(laboratory_run)
     assert set(checks) == {TemplateCheck.IDS_UNIQUE, TemplateCheck.EVERY_TEMPLATE_YIELDS, TemplateCheck.BOTH_LEVELS,
                            TemplateCheck.ANSWERS_REEXECUTE, "clean_tasks_contract"}
     assert all(c.passed for c in checks.values()), {n: c.metadata for n, c in checks.items() if not c.passed}
+    assert {c.partition for c in checks.values()} == {Intent.LABORATORY.value}
     assert checks[TemplateCheck.ANSWERS_REEXECUTE].metadata["tasks_re_executed"].value > 0
 
 
@@ -104,28 +111,54 @@ def test_rematerializing_writes_the_same_bytes(laboratory_run, demo_paths):
     assert path.read_bytes() == before
 
 
-def test_a_stored_answer_that_no_longer_re_executes_fails_the_blocking_check(tmp_path, demo_full_db):
+def test_a_partition_whose_answers_do_not_re_execute_fails_with_evidence_and_keeps_its_previous_file(
+        tmp_path, demo_full_db, monkeypatch):
+    """A blocking check failing makes the partition's step fail: no materialization (a backfill does not go
+    on downstream), the failure recorded on that partition, the previous output untouched."""
+    import assets.templates.assets as templates_assets
+    from pipeline.templates import extract_clean_tasks as real_extract
+
     paths = _paths(tmp_path, demo_full_db)
     assert _materialize_intent(paths, Intent.DIAGNOSES).success
     path = paths.clean_tasks_dir / "diagnoses.parquet"
-    rows = pq.read_table(str(path)).to_pylist()
-    rows[0]["gold_sql"] = "SELECT 'tampered' WHERE false"  # no rows: the stored answer has no support any more
-    pq.write_table(pq.read_table(str(path)).from_pylist(rows, schema=arrow_schema()), str(path))
-    result = dg.materialize(CHECKS, resources={"paths": paths}, selection=dg.AssetSelection.checks(answers_reexecute),
-                            raise_on_error=False)
-    assert not result.success  # blocking: the run fails, so the noise stage never reads these tasks
-    (check,) = result.get_asset_check_evaluations()
-    assert not check.passed and check.metadata["mismatches"].value == 1
+    before = path.read_bytes()
+
+    def tampered(*args, **kwargs):
+        result = real_extract(*args, **kwargs)
+        import dataclasses
+
+        # No rows: the stored answer has no support any more.
+        result.tasks[0] = dataclasses.replace(result.tasks[0], gold_sql="SELECT 'tampered' WHERE false")
+        return result
+
+    monkeypatch.setattr(templates_assets, "extract_clean_tasks", tampered)
+    instance = dg.DagsterInstance.ephemeral()
+    result = _materialize_intent(paths, Intent.DIAGNOSES, raise_on_error=False, instance=instance)
+    assert not result.success
+    assert result.asset_materializations_for_node(AssetName.CLEAN_TASKS.value) == []
+    failure = result.failure_data_for_node(AssetName.CLEAN_TASKS.value)
+    assert "clean_tasks[diagnoses]: blocking check(s) failed: answers_reexecute" in failure.user_failure_data.description
+    evaluations = {e.check_name: e for e in check_evaluations(instance, result.run_id)}
+    check = evaluations[TemplateCheck.ANSWERS_REEXECUTE]
+    assert not check.passed and check.partition == Intent.DIAGNOSES.value and check.metadata["mismatches"].value == 1
+    assert "1 of" in check.metadata["evidence"].value and "stored" in check.metadata["evidence"].value
+    assert evaluations[TemplateCheck.IDS_UNIQUE].passed  # every check of the step is recorded, not only the failure
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in paths.clean_tasks_dir.iterdir()) == ["diagnoses.parquet"]
 
 
 def test_an_intent_the_database_cannot_serve_is_skipped_with_a_warning_not_a_crash(tmp_path, demo_db):
     paths = _paths(tmp_path, demo_db)
-    # Without the re-execution check: with no intent's tasks on disk it has nothing to prove and fails.
-    result = _materialize_intent(paths, Intent.VITALS_IO, checks=[])
+    result = _materialize_intent(paths, Intent.VITALS_IO)
     assert result.success
     (mat,) = result.asset_materializations_for_node(AssetName.CLEAN_TASKS.value)
-    assert "chartevents" in mat.metadata["skipped"].value and mat.metadata["tasks"].value == 0
+    assert "chartevents" in mat.metadata["skipped"].value and mat.metadata["dagster/row_count"].value == 0
     checks = _checks(result)
     assert not checks[TemplateCheck.EVERY_TEMPLATE_YIELDS].passed
     assert checks[TemplateCheck.EVERY_TEMPLATE_YIELDS].severity is dg.AssetCheckSeverity.WARN
+    # Nothing to re-execute: a warning naming the reason, not a pass and not a blocking failure.
+    reexecute = checks[TemplateCheck.ANSWERS_REEXECUTE]
+    assert not reexecute.passed and reexecute.severity is dg.AssetCheckSeverity.WARN
+    assert "chartevents" in reexecute.metadata["evidence"].value
+    assert checks["clean_tasks_contract"].severity is dg.AssetCheckSeverity.WARN
     assert pq.read_table(str(paths.clean_tasks_dir / "vitals_io.parquet")).num_rows == 0

@@ -18,7 +18,8 @@ def release_dir(demo_db, tmp_path_factory):
 
     tasks = list(demo_tasks(demo_db))
     return build_release(tasks, source_db=demo_db, version="2.0.0", releases_dir=tmp_path_factory.mktemp("rel"),
-                         noise_shares=observed_noise_shares(tasks), redistributable=False).path
+                         noise_shares=observed_noise_shares(tasks), redistributable=False,
+                         config={"publication": {"url": "https://example.org/ehr-robustgym", "creator": "A Lab"}}).path
 
 
 def test_every_column_down_to_the_leaves_is_described():
@@ -70,7 +71,60 @@ def test_the_context_is_the_official_croissant_1_0_context(release_dir):
 
 def test_a_broken_document_is_reported(release_dir, tmp_path):
     document = json.loads((release_dir / "croissant.json").read_text())
-    document["recordSet"][0]["field"][0]["source"]["fileSet"]["@id"] = "no-such-files"
+    tasks = next(r for r in document["recordSet"] if r["@id"] == "tasks")
+    tasks["field"][0]["source"]["fileSet"]["@id"] = "no-such-files"
     path = tmp_path / "croissant.json"
     path.write_text(json.dumps(document))
     assert validate_croissant(path)
+
+
+def test_the_document_names_its_creator_keywords_citation_and_configured_url(release_dir):
+    document = json.loads((release_dir / "croissant.json").read_text())
+    assert document["creator"] == {"@type": "sc:Organization", "name": "A Lab", "url": "https://example.org/ehr-robustgym"}
+    assert document["url"] == "https://example.org/ehr-robustgym"
+    assert "MIMIC-IV" in document["keywords"] and "robustness" in document["keywords"]
+    assert document["citeAs"].startswith("@misc{ehrrobustgym_2_0_0,") and "version = {2.0.0}" in document["citeAs"]
+    assert "10.13026/dp1f-ex47" in document["citation"]  # the demo, which the release is derived from
+
+
+def test_the_splits_are_a_croissant_split_record_set_the_tasks_reference(release_dir):
+    import mlcroissant as mlc
+
+    document = json.loads((release_dir / "croissant.json").read_text())
+    splits = next(r for r in document["recordSet"] if r["@id"] == "splits")
+    assert splits["dataType"] == "cr:Split"
+    assert splits["data"] == [{"splits/name": "train", "splits/url": "cr:TrainingSplit"},
+                              {"splits/name": "validation", "splits/url": "cr:ValidationSplit"},
+                              {"splits/name": "test", "splits/url": "cr:TestSplit"}]
+    tasks = next(r for r in document["recordSet"] if r["@id"] == "tasks")
+    split_field = next(f for f in tasks["field"] if f["@id"] == "tasks/split")
+    assert split_field["references"] == {"field": {"@id": "splits/name"}}
+    records = list(mlc.Dataset(jsonld=str(release_dir / "croissant.json")).records("splits"))
+    assert [r["splits/name"] for r in records] == ["train", "validation", "test"]
+
+
+def test_the_responsible_ai_fields_that_apply_are_filled_and_read_by_mlcroissant(release_dir):
+    import mlcroissant as mlc
+
+    metadata = mlc.Dataset(jsonld=str(release_dir / "croissant.json")).metadata
+    assert "No data was collected" in metadata.data_collection
+    assert metadata.data_collection_type == ["Secondary Data Analysis"]
+    assert any("clinical decision-making" in x for x in metadata.data_limitations)
+    assert metadata.data_use_cases and metadata.data_biases and metadata.personal_sensitive_information
+    assert "immutable" in metadata.data_release_maintenance_plan
+
+
+def test_without_a_configured_url_the_document_states_none(release_dir, tmp_path):
+    from pipeline.release.base_database import TERMS
+    from pipeline.release.croissant import build_croissant, write_croissant
+
+    manifest = json.loads((release_dir / "manifest.json").read_text())
+    manifest["config"].pop("publication")
+    document = build_croissant(manifest, TERMS["synthetic"], FIELD_DESCRIPTIONS)
+    assert "url" not in document and "url" not in document["creator"]
+    assert document["creator"]["name"] == "EHR-RobustGym contributors"
+    assert "citation" not in document  # the synthetic source has nothing to cite
+    assert "github.com" not in json.dumps(document)
+    path = write_croissant(tmp_path, document)
+    (tmp_path / "tasks").symlink_to(release_dir / "tasks")
+    assert validate_croissant(path) == []

@@ -113,7 +113,7 @@ def test_the_manifest_records_source_config_generator_and_schema(release, demo_d
 def test_the_dataset_card_says_how_to_load_and_under_which_terms(release):
     card = (release.path / "README.md").read_text()
     for needle in ("pl.read_parquet", "read_parquet('releases/1.0.0/tasks/*.parquet')",
-                   'load_dataset("parquet"', "ODbL", "10.13026/dp1f-ex47", "| laboratory | patient |",
+                   'load_dataset("releases/1.0.0")', "ODbL", "10.13026/dp1f-ex47", "| laboratory | patient |",
                    release.manifest["files"]["tasks/train.parquet"]["sha256"]):
         assert needle in card, needle
 

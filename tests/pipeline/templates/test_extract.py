@@ -209,3 +209,17 @@ def test_an_intent_whose_tables_are_missing_is_skipped_with_a_message(demo_db):
     assert "chartevents" in result.skipped["vitals_io"]
     assert any("vitals_io" in m and "chartevents" in m for m in messages)
     assert {t.intent for t in result.tasks} == {Intent.DEMOGRAPHICS_ENCOUNTERS}
+
+
+def test_progress_reports_each_template_as_an_event_counting_up_to_the_total(demo_db):
+    from pipeline.progress import ProgressEvent
+
+    messages = []
+    extract_clean_tasks(demo_db, intents=[Intent.VITALS_IO, Intent.DIAGNOSES], tasks_per_template=1,
+                        progress=messages.append)
+    events = [m for m in messages if isinstance(m, ProgressEvent)]
+    diagnoses = [t.id for t in REGISTRY.select([Intent.DIAGNOSES])]
+    assert [(e.stage, e.unit, e.done, e.total) for e in events] == [
+        ("templates", "template", k, len(diagnoses)) for k in range(len(diagnoses) + 1)]
+    assert [e.label for e in events[1:]] == diagnoses
+    assert all("tasks" in e.note for e in events[1:])
