@@ -25,6 +25,7 @@ status (``STATUS_OF``), which is what the decidability rules read.
 """
 
 from collections.abc import Iterator
+from datetime import date, datetime
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -152,20 +153,23 @@ def _q(name: str) -> str:
     return f'"{name}"'
 
 
-def _key_duplicate(t: str, scope: str | None) -> str | None:
+def _key_duplicate(t: str, scope: str | None, src: str | None = None) -> str | None:
+    src = src or _q(t)
     key = TABLES_BY_NAME[t].key
     if not key or TABLES_BY_NAME[t].dictionary:
         return None
     cols = ", ".join(_q(k) for k in key)
-    pick = f"SELECT DISTINCT {cols} FROM {_q(t)} AS s WHERE {_scoped('s', scope)}" if scope else None
-    source = f"{_q(t)} AS x SEMI JOIN ({pick}) AS s USING ({cols})" if pick else f"{_q(t)} AS x"
+    pick = f"SELECT DISTINCT {cols} FROM {src} AS s WHERE {_scoped('s', scope)}" if scope else None
+    source = f"{src} AS x SEMI JOIN ({pick}) AS s USING ({cols})" if pick else f"{src} AS x"
     detail = " || ', ' || ".join(f"'{k} ' || coalesce(CAST(g.{_q(k)} AS VARCHAR), 'NULL')" for k in key)
     return (f"SELECT g.{ROW_ID}, 'shares ' || {detail} || ' with ' || (g.n - 1) || ' other row(s)' AS detail "
             f"FROM (SELECT x.*, count(*) OVER (PARTITION BY {', '.join('x.' + _q(k) for k in key)}) AS n "
-            f"FROM {source}) AS g WHERE g.n > 1 AND {_scoped('g', scope)}")
+            f"FROM {source} WHERE {' AND '.join(f'x.{_q(k)} IS NOT NULL' for k in key)}) AS g "
+            f"WHERE g.n > 1 AND {_scoped('g', scope)}")
 
 
-def _conflicting_values(t: str, scope: str | None) -> str | None:
+def _conflicting_values(t: str, scope: str | None, src: str | None = None) -> str | None:
+    src = src or _q(t)
     if TABLES_BY_NAME[t].dictionary or t not in _CONFLICT_TABLES:
         return None
     key, values = conflict_key(t), conflict_values(t)
@@ -173,12 +177,12 @@ def _conflicting_values(t: str, scope: str | None) -> str | None:
         return None
     cols = ", ".join(_q(k) for k in key)
     fact = "struct_pack(" + ", ".join(f"{_q(v)} := x.{_q(v)}" for v in values) + ")"
-    pick = f"SELECT DISTINCT {cols} FROM {_q(t)} AS s WHERE {_scoped('s', scope)}" if scope else None
-    source = f"{_q(t)} AS x SEMI JOIN ({pick}) AS s USING ({cols})" if pick else f"{_q(t)} AS x"
+    pick = f"SELECT DISTINCT {cols} FROM {src} AS s WHERE {_scoped('s', scope)}" if scope else None
+    source = f"{src} AS x SEMI JOIN ({pick}) AS s USING ({cols})" if pick else f"{src} AS x"
     return (f"WITH groups AS (SELECT {', '.join('x.' + _q(k) for k in key)} FROM {source} "
             f"GROUP BY ALL HAVING count(DISTINCT {fact}) > 1) "
             f"SELECT x.{ROW_ID}, 'another row of the same ' || '{'/'.join(key)}' || ' records a different "
-            f"{'/'.join(values)}' AS detail FROM {_q(t)} AS x SEMI JOIN groups USING ({cols}) "
+            f"{'/'.join(values)}' AS detail FROM {src} AS x SEMI JOIN groups USING ({cols}) "
             f"WHERE {_scoped('x', scope)}")
 
 
@@ -189,7 +193,8 @@ _CONFLICT_TABLES = frozenset({"labevents", "chartevents", "outputevents", "datet
                               "icustays", "patients"})
 
 
-def _dangling_link(t: str, scope: str | None) -> str | None:
+def _dangling_link(t: str, scope: str | None, src: str | None = None) -> str | None:
+    src = src or _q(t)
     spec = TABLES_BY_NAME[t]
     parts = []
     for col, target in spec.links.items():
@@ -197,31 +202,33 @@ def _dangling_link(t: str, scope: str | None) -> str | None:
         if target != entity or entity == t:
             continue
         parts.append(f"SELECT x.{ROW_ID}, '{col} ' || x.{_q(col)} || ' is not in {entity}' AS detail "
-                     f"FROM {_q(t)} AS x WHERE x.{_q(col)} IS NOT NULL AND {_scoped('x', scope)} AND NOT EXISTS "
+                     f"FROM {src} AS x WHERE x.{_q(col)} IS NOT NULL AND {_scoped('x', scope)} AND NOT EXISTS "
                      f"(SELECT 1 FROM {_q(entity)} AS e WHERE e.{_q(key)} = x.{_q(col)})")
     if t in ITEM_LINKS:
         col, dictionary, key = ITEM_LINKS[t]
         parts.append(f"SELECT x.{ROW_ID}, '{col} ' || x.{_q(col)} || ' is not in {dictionary}' AS detail "
-                     f"FROM {_q(t)} AS x WHERE x.{_q(col)} IS NOT NULL AND {_scoped('x', scope)} AND NOT EXISTS "
+                     f"FROM {src} AS x WHERE x.{_q(col)} IS NOT NULL AND {_scoped('x', scope)} AND NOT EXISTS "
                      f"(SELECT 1 FROM {_q(dictionary)} AS e WHERE e.{_q(key)} = x.{_q(col)})")
     return " UNION ALL ".join(parts) or None
 
 
-def _foreign_link(t: str, scope: str | None) -> str | None:
+def _foreign_link(t: str, scope: str | None, src: str | None = None) -> str | None:
+    src = src or _q(t)
     cols = TABLES_BY_NAME[t].column_names
     parts = []
     if "hadm_id" in cols and "subject_id" in cols and t != "admissions":
         parts.append(f"SELECT x.{ROW_ID}, 'admission ' || x.hadm_id || ' belongs to patient ' || a.subject_id "
-                     f"|| ', not ' || x.subject_id AS detail FROM {_q(t)} AS x JOIN admissions AS a "
+                     f"|| ', not ' || x.subject_id AS detail FROM {src} AS x JOIN admissions AS a "
                      f"ON a.hadm_id = x.hadm_id WHERE a.subject_id <> x.subject_id AND {_scoped('x', scope)}")
     if "stay_id" in cols and "hadm_id" in cols and t != "icustays":
         parts.append(f"SELECT x.{ROW_ID}, 'ICU stay ' || x.stay_id || ' belongs to admission ' || s.hadm_id "
-                     f"|| ', not ' || x.hadm_id AS detail FROM {_q(t)} AS x JOIN icustays AS s "
+                     f"|| ', not ' || x.hadm_id AS detail FROM {src} AS x JOIN icustays AS s "
                      f"ON s.stay_id = x.stay_id WHERE s.hadm_id <> x.hadm_id AND {_scoped('x', scope)}")
     return " UNION ALL ".join(parts) or None
 
 
-def _outside_encounter(t: str, scope: str | None) -> str | None:
+def _outside_encounter(t: str, scope: str | None, src: str | None = None) -> str | None:
+    src = src or _q(t)
     if t not in ENCOUNTER_OF:
         return None
     time_col, enc = ENCOUNTER_OF[t]
@@ -230,14 +237,15 @@ def _outside_encounter(t: str, scope: str | None) -> str | None:
     end = f"CAST(e.{enc.end} AS DATE)" if is_date else f"e.{enc.end}"
     what = "admission" if enc is ADMISSION else "ICU stay"
     return (f"SELECT x.{ROW_ID}, '{time_col} ' || x.{_q(time_col)} || ' outside {what} ' || e.{enc.key} || ' (' "
-            f"|| e.{enc.start} || ' to ' || e.{enc.end} || ')' AS detail FROM {_q(t)} AS x "
+            f"|| e.{enc.start} || ' to ' || e.{enc.end} || ')' AS detail FROM {src} AS x "
             f"JOIN {_q(enc.table)} AS e ON e.{enc.key} = x.{_q(enc.link)} "
             f"WHERE (x.{_q(time_col)} < {start} OR x.{_q(time_col)} > {end}) AND {_scoped('x', scope)}")
 
 
-def _end_before_start(t: str, scope: str | None) -> str | None:
+def _end_before_start(t: str, scope: str | None, src: str | None = None) -> str | None:
+    src = src or _q(t)
     parts = [f"SELECT x.{ROW_ID}, '{end} ' || x.{_q(end)} || ' before {start} ' || x.{_q(start)} AS detail "
-             f"FROM {_q(t)} AS x WHERE x.{_q(end)} < x.{_q(start)} AND {_scoped('x', scope)}"
+             f"FROM {src} AS x WHERE x.{_q(end)} < x.{_q(start)} AND {_scoped('x', scope)}"
              for (tab, end), start in ENDS_AFTER.items() if tab == t]
     return " UNION ALL ".join(parts) or None
 
@@ -278,14 +286,15 @@ def all_usual_units_sql(tables=None) -> str:
     return " UNION ALL ".join(parts)
 
 
-def _unusual_unit(t: str, scope: str | None, precomputed: bool = False) -> str | None:
+def _unusual_unit(t: str, scope: str | None, precomputed: bool = False, src: str | None = None) -> str | None:
+    src = src or _q(t)
     if t not in UNIT_OF:
         return None
     item, unit = UNIT_OF[t]
-    items = f"SELECT {_q(item)} FROM {_q(t)} AS s WHERE {_scoped('s', scope)}" if scope else None
+    items = f"SELECT {_q(item)} FROM {src} AS s WHERE {_scoped('s', scope)}" if scope else None
     usual = usual_unit_sql(t, items, precomputed=precomputed)
     return (f"SELECT x.{ROW_ID}, 'unit ' || x.{_q(unit)} || ' where item ' || x.{_q(item)} || ' is usually in ' "
-            f"|| u.unit AS detail FROM {_q(t)} AS x JOIN ({usual}) AS u ON u.item = CAST(x.{_q(item)} AS VARCHAR) "
+            f"|| u.unit AS detail FROM {src} AS x JOIN ({usual}) AS u ON u.item = CAST(x.{_q(item)} AS VARCHAR) "
             f"WHERE x.{_q(unit)} IS NOT NULL AND x.{_q(unit)} <> u.unit AND {_scoped('x', scope)}")
 
 
@@ -300,7 +309,8 @@ def _limits_cases(t: str) -> list[tuple[str | None, float, float]]:
     return out
 
 
-def _outside_limits(t: str, scope: str | None, precomputed: bool = False) -> str | None:
+def _outside_limits(t: str, scope: str | None, precomputed: bool = False, src: str | None = None) -> str | None:
+    src = src or _q(t)
     if t not in VALUE_OF:
         return None
     item, value, unit = VALUE_OF[t]
@@ -312,18 +322,18 @@ def _outside_limits(t: str, scope: str | None, precomputed: bool = False) -> str
         (_, lo, hi), = cases
         cond = f"({number} < {lo} OR {number} > {hi})"
         return (f"SELECT x.{ROW_ID}, '{value} ' || x.{_q(value)} || ' outside [{lo}, {hi}]' AS detail "
-                f"FROM {_q(t)} AS x WHERE {cond} AND {_scoped('x', scope)}")
+                f"FROM {src} AS x WHERE {cond} AND {_scoped('x', scope)}")
     numeric_item = table(t).column(item).type.upper() in ("INTEGER", "BIGINT", "SMALLINT")
     rows = ", ".join(f"({c[0] if numeric_item else repr(c[0])}, {c[1]}, {c[2]})" for c in cases)
     unit_join, unit_cond = "", ""
     if unit is not None and t in UNIT_OF:
-        items = f"SELECT {_q(item)} FROM {_q(t)} AS s WHERE {_scoped('s', scope)}" if scope else None
+        items = f"SELECT {_q(item)} FROM {src} AS s WHERE {_scoped('s', scope)}" if scope else None
         unit_join = (f" LEFT JOIN ({usual_unit_sql(t, items, precomputed=precomputed)}) AS u "
                      f"ON u.item = CAST(x.{_q(item)} AS VARCHAR)")
         # Limits are in the item's usual unit; a row in another unit is an unusual_unit anomaly instead.
         unit_cond = f" AND (x.{_q(unit)} IS NULL OR u.unit IS NULL OR x.{_q(unit)} = u.unit)"
     return (f"SELECT x.{ROW_ID}, '{value} ' || x.{_q(value)} || ' outside [' || lim.lo || ', ' || lim.hi || ']' "
-            f"AS detail FROM {_q(t)} AS x JOIN (VALUES {rows}) AS lim(item, lo, hi) ON lim.item = x.{_q(item)}"
+            f"AS detail FROM {src} AS x JOIN (VALUES {rows}) AS lim(item, lo, hi) ON lim.item = x.{_q(item)}"
             f"{unit_join} WHERE ({number} < lim.lo OR {number} > lim.hi){unit_cond} AND {_scoped('x', scope)}")
 
 
@@ -340,17 +350,18 @@ _BUILDERS = {
 
 
 def anomalous_rows_sql(kind: AnomalyKind, table_name: str, scope: str | None = None, *,
-                       precomputed_units: bool = False) -> str | None:
+                       precomputed_units: bool = False, rows_from: str | None = None) -> str | None:
     """SQL giving ``(row_id, detail)`` of the rows of ``table_name`` with anomaly ``kind`` (None when the
     kind cannot occur in that table). ``scope``: a query returning the row ids to look at (all rows if
     None); other rows are still read where the predicate needs them (a duplicate's partner, an item's
     usual unit). ``precomputed_units``: items' usual units come from ``USUAL_UNITS_TABLE`` (made once
-    per connection) instead of being counted again."""
+    per connection) instead of being counted again. ``rows_from``: a relation holding the table's
+    rows that matter (the scope and every row sharing a patient with it) to read instead of the table."""
     table(table_name)
     kind = AnomalyKind(kind)
     if kind in (AnomalyKind.UNUSUAL_UNIT, AnomalyKind.OUTSIDE_LIMITS):
-        return _BUILDERS[kind](table_name, scope, precomputed_units)
-    return _BUILDERS[kind](table_name, scope)
+        return _BUILDERS[kind](table_name, scope, precomputed_units, src=rows_from)
+    return _BUILDERS[kind](table_name, scope, src=rows_from)
 
 
 def kinds_for(table_name: str) -> Iterator[AnomalyKind]:
@@ -358,3 +369,177 @@ def kinds_for(table_name: str) -> Iterator[AnomalyKind]:
     for kind in AnomalyKind:
         if anomalous_rows_sql(kind, table_name) is not None:
             yield kind
+
+
+def anomalies_sql(table_name: str, scope: str | None = None, kinds=tuple(AnomalyKind), *,
+                  precomputed_units: bool = False, rows_from: str | None = None) -> str | None:
+    """Every kind's anomalous rows of one table in one query: ``(kind, row_id, detail)``."""
+    parts = []
+    for kind in kinds:
+        sql = anomalous_rows_sql(kind, table_name, scope, precomputed_units=precomputed_units, rows_from=rows_from)
+        if sql is not None:
+            parts.append(f"SELECT '{AnomalyKind(kind).value}' AS kind, * FROM ({sql})")
+    return " UNION ALL ".join(parts) or None
+
+
+Flagged = dict[str, dict[AnomalyKind, frozenset[int]]]
+
+
+def flag_rows(con, tables) -> Flagged:
+    """The anomalous rows of each of ``tables`` on the database as ``con`` sees it: table -> kind -> row ids."""
+    out: Flagged = {}
+    for name in sorted(tables):
+        if name not in TABLES_BY_NAME or TABLES_BY_NAME[name].dictionary:
+            continue
+        sql = anomalies_sql(name)
+        if sql is None:
+            continue
+        found: dict[AnomalyKind, set[int]] = {}
+        for kind, row_id in con.execute(f"SELECT DISTINCT kind, row_id FROM ({sql})").fetchall():
+            found.setdefault(AnomalyKind(kind), set()).add(int(row_id))
+        if found:
+            out[name] = {k: frozenset(v) for k, v in found.items()}
+    return out
+
+
+# ---------------------------------------------------------------- the same predicates, over rows in Python
+#
+# Labelling thousands of twins asks these questions of a few rows at a time, each time on another
+# patched database; a query per kind costs more than the rows do. ``RowChecker`` answers them over
+# rows already fetched, with what the predicates need from the rest of the database read once.
+# tests/pipeline/noise/test_anomalies.py holds both forms to the same answers on the demo and the
+# synthetic source.
+
+
+class RowChecker:
+    """The anomaly predicates over fetched rows (dicts with ``row_id``), for one database.
+
+    Built from the unpatched source: patients, admissions and stays (ids, owners, times), the
+    dictionaries' item ids and every item's usual unit. Valid for a patched database as long as the
+    patch leaves patients, admissions, ICU stays and dictionaries alone and does not unsettle an
+    item's usual unit (``units_settled``); callers fall back to the SQL otherwise.
+    """
+
+    def __init__(self, con):
+        tables = {r[0] for r in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
+            "AND schema_name = 'main'").fetchall()}
+        self.patients = {r[0] for r in con.execute("SELECT subject_id FROM patients").fetchall()} \
+            if "patients" in tables else set()
+        self.admissions = {r[0]: r[1:] for r in con.execute(
+            "SELECT hadm_id, subject_id, admittime, dischtime FROM admissions").fetchall()} \
+            if "admissions" in tables else {}
+        self.stays = {r[0]: r[1:] for r in con.execute(
+            "SELECT stay_id, hadm_id, subject_id, intime, outtime FROM icustays").fetchall()} \
+            if "icustays" in tables else {}
+        self.items = {d: {r[0] for r in con.execute(f'SELECT itemid FROM "{d}"').fetchall()}
+                      for d in {d for _, d, _ in ITEM_LINKS.values()} if d in tables}
+        self.usual: dict[tuple[str, str], tuple[str, int]] = {}
+        present = [t for t in UNIT_OF if t in tables]
+        if present:
+            for t, item, unit, margin in con.execute(all_usual_units_sql(present)).fetchall():
+                self.usual[(t, item)] = (unit, margin)
+        self.limits: dict[tuple[str, str | None], tuple[float, float]] = {}
+        for m in MEASURED_ITEMS:
+            for tab, item in m.items:
+                self.limits[(tab, None if item.startswith("column:") else item)] = m.plausible
+
+    def units_settled(self, t: str, items, patched_rows: int) -> bool:
+        if t not in UNIT_OF:
+            return True
+        leads = [self.usual.get((t, str(i)), (None, 0))[1] for i in items]
+        return all(lead > 2 * patched_rows for lead in leads)
+
+    def anomalies(self, t: str, rows: list[dict], scope: set[int]) -> list[tuple[AnomalyKind, int, str]]:
+        """(kind, row_id, detail) for the rows in ``scope``; ``rows`` must hold every row sharing a
+        patient with them (a duplicate's partner is one of those)."""
+        out: list[tuple[AnomalyKind, int, str]] = []
+        inside = [r for r in rows if r[ROW_ID] in scope]
+        spec = TABLES_BY_NAME[t]
+        if spec.dictionary:
+            return out
+        for key_cols, kind in ((spec.key, AnomalyKind.KEY_DUPLICATE),):
+            if key_cols:
+                groups: dict = {}
+                for r in rows:
+                    groups.setdefault(tuple(r.get(k) for k in key_cols), []).append(r)
+                for r in inside:
+                    k = tuple(r.get(c) for c in key_cols)
+                    n = len(groups[k]) if None not in k else 1  # an unknown key duplicates nothing
+                    if n > 1:
+                        out.append((kind, r[ROW_ID], f"shares {', '.join(key_cols)} with {n - 1} other row(s)"))
+        if t in _CONFLICT_TABLES and conflict_key(t) and conflict_values(t):
+            key, values = conflict_key(t), conflict_values(t)
+            facts: dict = {}
+            for r in rows:
+                facts.setdefault(tuple(r.get(k) for k in key), set()).add(tuple(r.get(v) for v in values))
+            for r in inside:
+                k = tuple(r.get(c) for c in key)
+                if None not in k and len(facts[k]) > 1:
+                    out.append((AnomalyKind.CONFLICTING_VALUES, r[ROW_ID],
+                                f"another row of the same {'/'.join(key)} records a different {'/'.join(values)}"))
+        entity_ids = {"patients": self.patients, "admissions": self.admissions, "icustays": self.stays}
+        for r in inside:
+            for col, target in spec.links.items():
+                entity, _ = LINK_TARGETS[col]
+                if target == entity and entity != t and r.get(col) is not None and r[col] not in entity_ids[entity]:
+                    out.append((AnomalyKind.DANGLING_LINK, r[ROW_ID], f"{col} {r[col]} is not in {entity}"))
+            if t in ITEM_LINKS:
+                col, dictionary, _ = ITEM_LINKS[t]
+                if r.get(col) is not None and dictionary in self.items and r[col] not in self.items[dictionary]:
+                    out.append((AnomalyKind.DANGLING_LINK, r[ROW_ID], f"{col} {r[col]} is not in {dictionary}"))
+            cols = spec.column_names
+            if "hadm_id" in cols and "subject_id" in cols and t != "admissions":
+                owner = self.admissions.get(r.get("hadm_id"))
+                if owner is not None and r.get("subject_id") is not None and owner[0] != r["subject_id"]:
+                    out.append((AnomalyKind.FOREIGN_LINK, r[ROW_ID],
+                                f"admission {r['hadm_id']} belongs to patient {owner[0]}, not {r['subject_id']}"))
+            if "stay_id" in cols and "hadm_id" in cols and t != "icustays":
+                stay = self.stays.get(r.get("stay_id"))
+                if stay is not None and r.get("hadm_id") is not None and stay[0] != r["hadm_id"]:
+                    out.append((AnomalyKind.FOREIGN_LINK, r[ROW_ID],
+                                f"ICU stay {r['stay_id']} belongs to admission {stay[0]}, not {r['hadm_id']}"))
+            if t in ENCOUNTER_OF:
+                time_col, enc = ENCOUNTER_OF[t]
+                found = (self.admissions if enc is ADMISSION else self.stays).get(r.get(enc.link))
+                when = r.get(time_col)
+                if found is not None and when is not None:
+                    start, end = found[-2], found[-1]
+                    if isinstance(when, date) and not isinstance(when, datetime):
+                        start, end = (x.date() if isinstance(x, datetime) else x for x in (start, end))
+                    if start is not None and end is not None and (when < start or when > end):
+                        what = "admission" if enc is ADMISSION else "ICU stay"
+                        out.append((AnomalyKind.OUTSIDE_ENCOUNTER, r[ROW_ID],
+                                    f"{time_col} {when} outside {what} {r.get(enc.link)} ({start} to {end})"))
+            for (tab, end_col), start_col in ENDS_AFTER.items():
+                if tab == t and r.get(end_col) is not None and r.get(start_col) is not None \
+                        and r[end_col] < r[start_col]:
+                    out.append((AnomalyKind.END_BEFORE_START, r[ROW_ID],
+                                f"{end_col} {r[end_col]} before {start_col} {r[start_col]}"))
+            usual = None
+            if t in UNIT_OF:
+                item_col, unit_col = UNIT_OF[t]
+                usual = self.usual.get((t, str(r.get(item_col))), (None, 0))[0]
+                if r.get(unit_col) is not None and usual is not None and r[unit_col] != usual:
+                    out.append((AnomalyKind.UNUSUAL_UNIT, r[ROW_ID],
+                                f"unit {r[unit_col]} where item {r[item_col]} is usually in {usual}"))
+            if t in VALUE_OF:
+                item_col, value_col, unit_col = VALUE_OF[t]
+                limits = self.limits.get((t, None if item_col is None else str(r.get(item_col))))
+                number = _as_double(r.get(value_col))
+                in_usual_unit = unit_col is None or t not in UNIT_OF or r.get(unit_col) is None or usual is None \
+                    or r[unit_col] == usual
+                if limits is not None and number is not None and in_usual_unit and \
+                        (number < limits[0] or number > limits[1]):
+                    out.append((AnomalyKind.OUTSIDE_LIMITS, r[ROW_ID],
+                                f"{value_col} {r[value_col]} outside [{limits[0]}, {limits[1]}]"))
+        return out
+
+
+def _as_double(value) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None

@@ -291,8 +291,7 @@ class AmbiguousReference(Injector):
                 continue
             recorded = _named_groups(lookup, source, subject)
             group = recorded.get(clean)
-            known = {n.strip().casefold() for s in NAME_SOURCES if s.kind is kind and present(lookup, s)
-                     for n in recorded_names(lookup, s) | dictionary_names(lookup, s)}
+            known = _known_in_domain(lookup, kind)
             for general in general_names(clean):
                 if general.strip().casefold() in known:
                     continue  # an exact name is not ambiguous
@@ -313,6 +312,15 @@ class AmbiguousReference(Injector):
                             self.status, slots=_with(case, name, general), premise=facts,
                             gold_sql=f"{source.refinements_sql(general, subject)} ORDER BY 1")
                 break  # the most specific general name is the minimal change
+
+
+def _known_in_domain(lookup: SourceLookup, kind: SlotKind) -> frozenset[str]:
+    """Every name the sources of ``kind`` record or list within their domains, case-folded (cached)."""
+    key = ("known_in_domain", kind)
+    if key not in lookup.memo:
+        lookup.memo[key] = frozenset(n.strip().casefold() for s in NAME_SOURCES if s.kind is kind and present(lookup, s)
+                                     for n in recorded_names(lookup, s) | dictionary_names(lookup, s))
+    return lookup.memo[key]
 
 
 def _named_groups(lookup: SourceLookup, source: NameSource, subject: int | None) -> dict[str, str | None]:

@@ -26,16 +26,16 @@ from typing import Any
 
 import duckdb
 
-from pipeline.noise.anomalies import STATUS_OF, UNIT_OF, USUAL_UNITS_TABLE, AnomalyKind, all_usual_units_sql, \
-    anomalous_rows_sql
+from pipeline.noise.anomalies import ENCOUNTER_OF, STATUS_OF, UNIT_OF, USUAL_UNITS_TABLE, AnomalyKind, Flagged, \
+    RowChecker, all_usual_units_sql, anomalies_sql, anomalous_rows_sql, flag_rows
 from pipeline.answers import Observed, observe
 from pipeline.noise.names import NAME_SOURCES, NAMED_KINDS, NameSource
 from pipeline.noise.physiology import conversions_for, format_value
-from pipeline.noise.row_roles import ENTITY_OF_SLOT, roles
+from pipeline.noise.row_roles import ENTITY_OF_SLOT, conflict_key, roles
 from pipeline.patching import patched
 from pipeline.schema import ROW_ID, TABLES_BY_NAME
 from pipeline.task_model import AnswerValue, Patch, RowRef, Task, ValueChange
-from pipeline.vocabulary import AnswerType, Level, Operation, SlotKind, Status
+from pipeline.vocabulary import AnswerType, Level, Operation, SlotKind, Status, Variant
 
 DETACHED_KINDS = (AnomalyKind.DANGLING_LINK, AnomalyKind.FOREIGN_LINK)
 # The phrase a question uses for an entity it names by id; without the id the reference is vague.
@@ -161,7 +161,7 @@ class FactReader:
     fact of the task's own database.
     """
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, templates):
+    def __init__(self, con: duckdb.DuckDBPyConnection, templates, *, flagged: Flagged | None = None):
         self.con = con
         self.templates = templates  # template id -> template
         self.catalog = con.execute("SELECT current_database()").fetchone()[0]
@@ -169,15 +169,22 @@ class FactReader:
             "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
             "AND schema_name = 'main'").fetchall()}
         self._indexes: dict[NameSource, _NameIndex] = {}
-        # Rows the source itself leaves with a dangling or foreign link, read before any patch is laid.
-        self._natural_detached: dict[str, set[int]] = {}
-        for name in sorted(self.tables & set(TABLES_BY_NAME)):
-            for kind in DETACHED_KINDS:
-                sql = anomalous_rows_sql(kind, name)
-                if sql is not None:
-                    rows = {int(r[0]) for r in con.execute(sql).fetchall()}
-                    if rows:
-                        self._natural_detached.setdefault(name, set()).update(rows)
+        # The source's own anomalous rows, read once before any patch is laid (the source audit's).
+        self.flagged: Flagged = flagged if flagged is not None else flag_rows(con, self.tables)
+        self._natural_detached = {t: set().union(*(kinds.get(k, frozenset()) for k in DETACHED_KINDS))
+                                  for t, kinds in self.flagged.items()}
+        # Who is who on the unpatched source (patients, admission -> patient and times, stay -> admission,
+        # patient and times, dictionaries' items, usual units): the anomaly predicates over fetched rows.
+        self.checker = RowChecker(con)
+        self._patients = self.checker.patients
+        self._admissions = {hadm: v[0] for hadm, v in self.checker.admissions.items()}
+        self._stays = {stay: (v[0], v[1]) for stay, v in self.checker.stays.items()}
+        self._admissions_of: dict[int, set] = {}
+        for hadm, subject in self._admissions.items():
+            self._admissions_of.setdefault(subject, set()).add(hadm)
+        self._stays_of: dict[int, set] = {}
+        for stay, (_, subject) in self._stays.items():
+            self._stays_of.setdefault(subject, set()).add(stay)
         present = [t for t in UNIT_OF if t in self.tables]
         if present:
             con.execute(f"CREATE OR REPLACE TEMP TABLE {USUAL_UNITS_TABLE} AS "
@@ -185,7 +192,7 @@ class FactReader:
 
     # ------------------------------------------------------------ entry point
 
-    def facts(self, task: Task) -> RecordFacts:
+    def facts(self, task: Task, *, trust_clean: bool = False) -> RecordFacts:
         template = self.templates(task.template_id)
         slots = {s.name: s.value for s in task.slots}
         kinds = {name: SlotKind(kind) for name, kind in template.slots.items()}
@@ -194,9 +201,10 @@ class FactReader:
                     operation=Operation(operation) if operation is not None else None,
                     answer_type=task.answer_type)
         touched = task.patch.tables
+        entities_cached = not touched & ENTITY_TABLES
         with patched(self.con, task.patch, self.catalog):
-            missing = tuple(self._missing_entities(slots, kinds))
-            unstated = tuple(self._unstated(task, slots, kinds)) if not missing else ()
+            missing = tuple(self._missing_entities(slots, kinds, entities_cached))
+            unstated = tuple(self._unstated(task, slots, kinds, entities_cached)) if not missing else ()
             names = tuple(self._names(task, slots, kinds, touched)) if not missing else ()
             facts = RecordFacts(**base, missing_entities=missing, unstated_references=unstated, names=names)
             if missing or unstated or any(not n.known or not n.recorded for n in names):
@@ -204,8 +212,14 @@ class FactReader:
                 if facts.counts_or_asks:
                     facts = _replace(facts, gold=self._gold(template, slots, task))
                 return facts
-            gold = self._gold(template, slots, task)
-            scope = self._scope(template, slots)
+            if task.variant is Variant.CLEAN and task.patch.is_empty and task.answer is not None and trust_clean:
+                # A clean task's answer and evidence were read by this very SQL on this very database
+                # when it was extracted (and are re-executed by the templates stage's checks).
+                gold = Observed(task.answer)
+                scope = _by_table(task.evidence)
+            else:
+                gold = self._gold(template, slots, task)
+                scope = self._scope(template, slots)
             anomalies = self._anomalies(scope, task.patch)
             anomalies += self._detached(task, template, slots, kinds, {(a.table, a.row_id) for a in anomalies})
             set_aside = self._set_aside(task, template, slots, anomalies)
@@ -217,9 +231,11 @@ class FactReader:
         (value,), = self.con.execute(sql).fetchall()
         return int(value or 0)
 
-    def _missing_entities(self, slots: dict[str, str], kinds: dict[str, SlotKind]) -> list[str]:
-        out = []
+    def _missing_entities(self, slots: dict[str, str], kinds: dict[str, SlotKind], cached: bool) -> list[str]:
         ids = {kind: slots[name] for name, kind in kinds.items() if kind in ENTITY_OF_SLOT and name in slots}
+        if cached:
+            return self._missing_cached(ids)
+        out = []
         for kind, value in ids.items():
             table, column = ENTITY_OF_SLOT[kind]
             if not _is_int(value) or not self._count(f'SELECT count(*) FROM "{table}" WHERE "{column}" = {int(value)}'):
@@ -238,15 +254,38 @@ class FactReader:
             out.append(f"ICU stay {stay} is not a stay of admission {hadm}")
         return out
 
-    def _unstated(self, task: Task, slots: dict[str, str], kinds: dict[str, SlotKind]) -> list[str]:
+    def _missing_cached(self, ids: dict) -> list[str]:
+        out = []
+        known = {SlotKind.SUBJECT: self._patients, SlotKind.ADMISSION: self._admissions, SlotKind.ICU_STAY: self._stays}
+        for kind, value in ids.items():
+            if not _is_int(value) or int(value) not in known[kind]:
+                table, _ = ENTITY_OF_SLOT[kind]
+                out.append(f"{kind.value} {value} is not in {table}")
+        if out:
+            return out
+        subject, hadm, stay = (int(ids[k]) if k in ids else None
+                               for k in (SlotKind.SUBJECT, SlotKind.ADMISSION, SlotKind.ICU_STAY))
+        if hadm is not None and subject is not None and self._admissions[hadm] != subject:
+            out.append(f"admission {hadm} is not an admission of patient {subject}")
+        if stay is not None and subject is not None and self._stays[stay][1] != subject:
+            out.append(f"ICU stay {stay} is not a stay of patient {subject}")
+        if stay is not None and hadm is not None and self._stays[stay][0] != hadm:
+            out.append(f"ICU stay {stay} is not a stay of admission {hadm}")
+        return out
+
+    def _unstated(self, task: Task, slots: dict[str, str], kinds: dict[str, SlotKind], cached: bool) -> list[str]:
         out = []
         subject = next((slots[n] for n, k in kinds.items() if k is SlotKind.SUBJECT), None)
         for name, kind in kinds.items():
             if kind not in STATED_KINDS or re.search(rf"(?<!\d){re.escape(slots[name])}(?!\d)", task.question):
                 continue
             table, column = ENTITY_OF_SLOT[kind]
-            n = self._count(f'SELECT count(DISTINCT "{column}") FROM "{table}" WHERE subject_id = {int(subject)}') \
-                if subject is not None and _is_int(subject) else 0
+            if subject is None or not _is_int(subject):
+                n = 0
+            elif cached:
+                n = len((self._admissions_of if kind is SlotKind.ADMISSION else self._stays_of).get(int(subject), ()))
+            else:
+                n = self._count(f'SELECT count(DISTINCT "{column}") FROM "{table}" WHERE subject_id = {int(subject)}')
             if n >= 2:
                 out.append(f"the question names no {kind.value} id and patient {subject} has {n}")
         return out
@@ -259,7 +298,20 @@ class FactReader:
             self._indexes[source] = _NameIndex(self.con, source)
         return self._indexes[source]
 
+    @staticmethod
+    def _changes_names(source: NameSource, patch: Patch) -> bool:
+        """Whether ``patch`` can change which names the source records for whom: it hides rows of the
+        event table or rewrites a column its names, patients or domain are read from. (Added rows only
+        add: a name recorded stays recorded.)"""
+        if not patch.tables & set(source.tables):
+            return False
+        if set(source.tables[1:]) & patch.tables or any(r.table == source.events_table for r in patch.hide):
+            return True
+        read = set(re.findall(r"\be\.(\w+)", f"{source.events} {source.name} {source.where}")) | {"subject_id"}
+        return any(u.table == source.events_table and u.column in read for u in patch.update)
+
     def _names(self, task: Task, slots: dict[str, str], kinds: dict[str, SlotKind], touched) -> list[NameFact]:
+        patch = task.patch
         subject = task.subject_id if task.level is Level.PATIENT else None
         out = []
         for name, kind in kinds.items():
@@ -268,7 +320,7 @@ class FactReader:
             value = slots[name]
             known, recorded, readings = False, False, set()
             for source in self._sources(kind):
-                if touched & set(source.tables):  # the patch changes this source's rows: read them as patched
+                if self._changes_names(source, patch):  # the patch may change this source's names: read them
                     source_known = bool(self._count(source.exact_count_sql(value)))
                     if not source_known:
                         readings |= {r for (r,) in self.con.execute(source.refinements_sql(value)).fetchall()}
@@ -311,26 +363,85 @@ class FactReader:
         return out
 
     def _anomalies(self, scope: dict[str, list[int]], patch: Patch) -> list[Anomaly]:
+        """The anomalous rows in scope: read from the source's flagged rows where the patch leaves a
+        table (and the admissions and stays its rows are timed against) as they are, else by SQL on
+        the patched table."""
+        entities_touched = patch.tables & ENTITY_TABLES
         out = []
         for table_name, ids in sorted(scope.items()):
             scope_sql = f"SELECT unnest([{', '.join(map(str, ids))}])"
-            out += self._anomalies_in(table_name, scope_sql,
-                                      precomputed_units=self._units_settled(table_name, scope_sql, patch))
+            links = set(TABLES_BY_NAME[table_name].links.values()) - {table_name}
+            if table_name in patch.tables or links & entities_touched:
+                found = None if links & entities_touched or patch.tables & _DICTIONARIES else \
+                    self._checked_in_python(table_name, ids, patch)
+                if found is not None:
+                    out += found
+                    continue
+                # Partners of a row in scope (a duplicate, a conflicting copy) share its patient: the
+                # predicates read the scope's patients' rows, copied once, not the whole table.
+                rows = self._rows_of_scope_patients(table_name, scope_sql)
+                sql = anomalies_sql(table_name, scope_sql, rows_from=rows, precomputed_units=self._units_settled(
+                    table_name, scope_sql, patch, rows))
+            else:
+                flagged = self.flagged.get(table_name, {})
+                hits = sorted({r for rows in flagged.values() for r in rows.intersection(ids)})
+                if not hits:
+                    continue
+                # Only the rows found are described: the same predicates, on those rows alone.
+                sql = anomalies_sql(table_name, f"SELECT unnest([{', '.join(map(str, hits))}])",
+                                    precomputed_units=True)
+            if sql is not None:
+                out += [Anomaly(AnomalyKind(k), table_name, int(rid), detail)
+                        for k, rid, detail in self.con.execute(sql).fetchall()]
         return out
 
-    def _units_settled(self, table_name: str, scope_sql: str, patch: Patch) -> bool:
+    def _checked_in_python(self, table_name: str, ids: list[int], patch: Patch) -> list[Anomaly] | None:
+        """The anomalies of the scope rows, by ``RowChecker`` over them and their partners (one query),
+        or None when the items' usual units are not settled under this patch (then SQL decides)."""
+        cur = self.con.execute(_partner_rows_sql(table_name, ids, self._subjects_of(table_name, ids)))
+        cols = [d[0] for d in cur.description]
+        rows = [dict(zip(cols, r)) for r in cur.fetchall()]
+        scope = set(ids)
+        patched_rows = len({(r.table, r.row_id) for group in (patch.hide, patch.add, patch.update) for r in group
+                            if r.table == table_name})
+        if table_name in UNIT_OF:
+            item = UNIT_OF[table_name][0]
+            if not self.checker.units_settled(table_name, {r[item] for r in rows if r[ROW_ID] in scope},
+                                              patched_rows):
+                return None
+        return [Anomaly(kind, table_name, int(rid), detail)
+                for kind, rid, detail in self.checker.anomalies(table_name, rows, scope)]
+
+    def _subjects_of(self, table_name: str, ids: list[int]) -> list[int] | None:
+        if "subject_id" not in TABLES_BY_NAME[table_name].column_names:
+            return None
+        return sorted({r[0] for r in self.con.execute(
+            f'SELECT DISTINCT subject_id FROM "{table_name}" WHERE row_id IN ({", ".join(map(str, ids))})').fetchall()
+            if r[0] is not None})
+
+    def _rows_of_scope_patients(self, table_name: str, scope_sql: str) -> str:
+        if "subject_id" not in TABLES_BY_NAME[table_name].column_names:
+            return f'"{table_name}"'
+        subjects = [r[0] for r in self.con.execute(
+            f'SELECT DISTINCT subject_id FROM "{table_name}" WHERE row_id IN ({scope_sql})').fetchall()
+            if r[0] is not None]
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE {_SCOPE_ROWS} AS SELECT * FROM \"{table_name}\" WHERE "
+                         f"subject_id IN ({', '.join(map(str, subjects)) or 'NULL'})")
+        return f"temp.{_SCOPE_ROWS}"
+
+    def _units_settled(self, table_name: str, scope_sql: str, patch: Patch, rows: str) -> bool:
         """Whether the items' usual units read from the unpatched database are also this database's:
         every patched row moves a unit count by one at most, twice if relabelled, so a lead larger
         than twice the patched rows of the table cannot change hands."""
         if table_name not in UNIT_OF or table_name not in patch.tables:
             return True
-        rows = {(r.table, r.row_id) for group in (patch.hide, patch.add, patch.update) for r in group
-                if r.table == table_name}
+        patched_rows = {(r.table, r.row_id) for group in (patch.hide, patch.add, patch.update) for r in group
+                        if r.table == table_name}
         item = UNIT_OF[table_name][0]
         (lead,), = self.con.execute(
             f"SELECT min(margin) FROM temp.{USUAL_UNITS_TABLE} WHERE tbl = '{table_name}' AND item IN "
-            f"(SELECT CAST(\"{item}\" AS VARCHAR) FROM \"{table_name}\" WHERE row_id IN ({scope_sql}))").fetchall()
-        return lead is not None and lead > 2 * len(rows)
+            f"(SELECT CAST(\"{item}\" AS VARCHAR) FROM {rows} WHERE row_id IN ({scope_sql}))").fetchall()
+        return lead is not None and lead > 2 * len(patched_rows)
 
     def _detached(self, task: Task, template, slots, kinds, seen: set) -> list[Anomaly]:
         """Rows of the question's patient, admission or stay (and named thing) whose link is broken:
@@ -341,8 +452,9 @@ class FactReader:
         if task.level is Level.POPULATION and not named:
             return []  # a whole cohort's rows: the evidence query already reaches what belongs to it
         written = {}
-        for change in task.patch.update:
-            written.setdefault(change.table, set()).add(change.row_id)
+        for change in task.patch.update:  # only a changed link can leave a row detached
+            if change.column in TABLES_BY_NAME[change.table].links:
+                written.setdefault(change.table, set()).add(change.row_id)
         for added in task.patch.add:
             written.setdefault(added.table, set()).add(added.row_id)
         out = []
@@ -353,17 +465,25 @@ class FactReader:
             candidates = written.get(table_name, set()) | self._naturally_detached(table_name)
             if not candidates:
                 continue
-            conds = [f'x."{ENTITY_OF_SLOT[k][1]}" = {int(v)}' for k, v in entities.items()
-                     if ENTITY_OF_SLOT[k][1] in t.column_names]
-            if task.level is Level.PATIENT and not conds:
-                continue
-            scope = (f"SELECT x.{ROW_ID} FROM \"{table_name}\" AS x WHERE x.{ROW_ID} IN "
-                     f"({', '.join(map(str, sorted(candidates)))}) AND ({' OR '.join(conds) if conds else 'TRUE'})")
+            listed = ", ".join(map(str, sorted(candidates)))
+            cur = self.con.execute(f'SELECT * FROM "{table_name}" WHERE row_id IN ({listed})')
+            cols = [d[0] for d in cur.description]
+            rows = [dict(zip(cols, r)) for r in cur.fetchall()]
+            # The question's rows: linked to its patient, admission or stay, and named like its named thing.
+            linked = [r for r in rows if task.level is Level.POPULATION or any(
+                ENTITY_OF_SLOT[k][1] in r and str(r[ENTITY_OF_SLOT[k][1]]) == str(v) for k, v in entities.items())]
             for kind, value in named:
-                sources = [s for s in self._sources(kind) if s.events_table == table_name]
-                if sources:
-                    scope += " AND x.row_id IN (" + " UNION ALL ".join(s.rows_named_sql(value) for s in sources) + ")"
-            out += [a for a in self._anomalies_in(table_name, scope, DETACHED_KINDS) if (a.table, a.row_id) not in seen]
+                sources = [src for src in self._sources(kind) if src.events_table == table_name]
+                if sources and linked:
+                    folded = value.strip().casefold()
+                    named_ids = {rid for src in sources for rid, name in self.con.execute(
+                        f"SELECT e.row_id, {src.name} FROM {src.events} WHERE e.row_id IN "
+                        f"({', '.join(str(r[ROW_ID]) for r in linked)})").fetchall()
+                                 if name is not None and name.strip().casefold() == folded}
+                    linked = [r for r in linked if r[ROW_ID] in named_ids]
+            found = self.checker.anomalies(table_name, linked, {r[ROW_ID] for r in linked})
+            out += [Anomaly(k, table_name, int(rid), detail) for k, rid, detail in found
+                    if k in DETACHED_KINDS and (table_name, rid) not in seen]
         return out
 
     def _naturally_detached(self, table_name: str) -> set[int]:
@@ -413,6 +533,39 @@ class FactReader:
             if mirror:
                 changes.append(ValueChange(table_name, row_id, mirror, text))
         return tuple(changes)
+
+
+ENTITY_TABLES = frozenset({"patients", "admissions", "icustays"})
+_DICTIONARIES = frozenset(name for name, t in TABLES_BY_NAME.items() if t.dictionary)
+_SCOPE_ROWS = "_rg_scope_patient_rows"
+
+
+def _partner_rows_sql(table_name: str, ids: list[int], subjects: list[int] | None) -> str:
+    """The scope rows and every row that could be their duplicate or conflicting copy: rows sharing the
+    natural key or the conflict key (patient, encounter, item, time) of one of them. Partners are
+    looked for among the scope's patients' rows (a duplicate of a patient's row is that patient's),
+    which a table stored by patient reads in a few row groups."""
+    from pipeline.noise.anomalies import conflict_values
+
+    listed = ", ".join(map(str, ids))
+    mine = f"subject_id IN ({', '.join(map(str, subjects)) or 'NULL'})" if subjects is not None else "TRUE"
+    parts = [f'SELECT * FROM "{table_name}" WHERE row_id IN ({listed})']
+    spec = TABLES_BY_NAME[table_name]
+    keys = [spec.key] + ([conflict_key(table_name)] if conflict_key(table_name) and conflict_values(table_name) else [])
+    for key in keys:
+        if key:
+            cols = ", ".join(f'"{k}"' for k in key)
+            parts.append(f'SELECT x.* FROM "{table_name}" AS x SEMI JOIN (SELECT {cols} FROM "{table_name}" '
+                         f'WHERE row_id IN ({listed})) AS s USING ({cols}) WHERE x.{mine}')
+    return " UNION ".join(parts)
+
+
+def _by_table(refs) -> dict[str, list[int]]:
+    scope: dict[str, list[int]] = {}
+    for ref in refs:
+        if not TABLES_BY_NAME[ref.table].dictionary:
+            scope.setdefault(ref.table, []).append(int(ref.row_id))
+    return {t: sorted(set(ids)) for t, ids in scope.items()}
 
 
 # The value an item's unit describes, per table with units.
