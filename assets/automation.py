@@ -44,7 +44,8 @@ REBUILD_AFTER_UPSTREAM = (
 
 refresh_source_job = dg.define_asset_job(
     REFRESH_SOURCE_JOB,
-    selection=dg.AssetSelection.assets(AssetName.SOURCE_DATABASE.value, AssetName.TEMPLATE_CATALOGUE.value),
+    selection=dg.AssetSelection.assets(AssetName.SOURCE_DATABASE.value, AssetName.SOURCE_ANOMALIES.value,
+                                       AssetName.TEMPLATE_CATALOGUE.value),
     description="Rebuild the source database and the template catalogue; with the rebuild_downstream "
                 "automation sensor on, every later stage follows.",
 )

@@ -24,6 +24,16 @@ class ProjectPaths(dg.ConfigurableResource):
         return self.data / "source.duckdb"
 
     @property
+    def source_audit(self) -> Path:
+        """The source audit's summary (``pipeline.source_audit``), JSON."""
+        return self.data / "source_anomalies.json"
+
+    @property
+    def source_flagged_rows(self) -> Path:
+        """The rows the source audit flags (table, kind, row_id), Parquet."""
+        return self.data / "source_anomalies.parquet"
+
+    @property
     def clean_tasks_dir(self) -> Path:
         return self.data / "clean_tasks"
 

@@ -34,6 +34,24 @@ def remove_outputs_of_other_sources(paths: ProjectPaths, fingerprint: str) -> li
             if not _holds_only(f, fingerprint):
                 f.unlink()
                 removed.append(str(f.relative_to(paths.data)))
+    for summary in sorted(paths.noise_dir.glob("*.summary.json")) if paths.noise_dir.exists() else ():
+        try:
+            current = json.loads(summary.read_text()).get("base_fingerprint") == fingerprint
+        except (OSError, ValueError):
+            current = False
+        if not current:
+            summary.unlink()
+            removed.append(str(summary.relative_to(paths.data)))
+    if paths.source_audit.exists():
+        try:
+            current = json.loads(paths.source_audit.read_text()).get("fingerprint") == fingerprint
+        except (OSError, ValueError):
+            current = False
+        if not current:
+            for f in (paths.source_audit, paths.source_flagged_rows, paths.data / "source_anomalies.png"):
+                if f.exists():
+                    f.unlink()
+                    removed.append(str(f.relative_to(paths.data)))
     candidate = paths.data / CANDIDATE_SETTINGS[0]
     settings = candidate / CANDIDATE_SETTINGS[1]
     if candidate.exists():

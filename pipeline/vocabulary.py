@@ -110,6 +110,7 @@ class Group(StrEnum):
 
 class AssetName(StrEnum):
     SOURCE_DATABASE = "source_database"
+    SOURCE_ANOMALIES = "source_anomalies"  # the source's own anomalies, profiled
     TEMPLATE_CATALOGUE = "template_catalogue"
     CLEAN_TASKS = "clean_tasks"
     NOISE_PAIRS = "noise_pairs"

@@ -13,7 +13,9 @@ from assets.noise import checks
 from assets.noise.checks import NoiseCheck
 from assets.resources import ProjectPaths
 from pipeline.noise import NoiseConfig, build_pairs
-from pipeline.noise.report import drops_markdown, pairs_markdown, skipped_markdown
+from pipeline.noise.report import drops_markdown, excluded_markdown, noise_summary, pairs_markdown, \
+    skipped_markdown, summary_path, write_summary
+from pipeline.source_audit import read_audit, read_flagged
 from pipeline.noise.task_files import clean_task_files, read_clean_tasks, twins_path, write_twins
 from pipeline.progress import reporter
 from pipeline.release.assembly import read_task_files
@@ -35,6 +37,11 @@ class NoisePairsConfig(dg.Config):
     type_shares: dict[str, float] = {}
     tolerance: float = 0.05
     sample_pairs_per_type: int = 2
+    # The release's split shares (same names as release_candidate's config, so a setting reaches both):
+    # a twin draws made-up names and ids from the pool of the split its clean task will be in.
+    train_share: float = 0.8
+    validation_share: float = 0.1
+    test_share: float = 0.1
 
     def noise_config(self) -> NoiseConfig:
         given = {}
@@ -42,7 +49,8 @@ class NoisePairsConfig(dg.Config):
             given["level_shares"] = self.level_shares
         if self.type_shares:
             given["type_shares"] = self.type_shares
-        return NoiseConfig(target_pairs=self.target_pairs, tolerance=self.tolerance, **given)
+        shares = {"train": self.train_share, "validation": self.validation_share, "test": self.test_share}
+        return NoiseConfig(target_pairs=self.target_pairs, tolerance=self.tolerance, split_shares=shares, **given)
 
 
 def foreign_clean_task_files(paths: ProjectPaths, fingerprint: str) -> list[str]:
@@ -53,6 +61,23 @@ def foreign_clean_task_files(paths: ProjectPaths, fingerprint: str) -> list[str]
         if any(v != fingerprint for v in column.unique().to_pylist()):
             foreign.append(f.name)
     return foreign
+
+
+def reference_difficulty(paths: ProjectPaths, clean, twins, fingerprint: str, seed: int) -> dict:
+    """How the rule-based reference agents fare on a sample of this level's twins per noise type and
+    mechanism (robustgym.difficulty); pipeline/ never imports robustgym, this layer passes the tasks."""
+    from robustgym.difficulty import score_difficulty
+
+    named = {t.clean_task_id for t in twins}
+    return score_difficulty([t for t in clean if t.task_id in named] + list(twins), paths.source_db, fingerprint,
+                            seed=seed)
+
+
+def _difficulty_table(difficulty: dict) -> dg.TableMetadataValue:
+    rows = [(agent, c["noise_type"], c["mechanism"], c["twins"], c["success"])
+            for agent, cells in difficulty.get("agents", {}).items() for c in cells]
+    return distribution([("agent", "string"), ("noise_type", "string"), ("mechanism", "string"), ("twins", "int"),
+                         ("success", "float")], rows)
 
 
 def _mix_table(result, types) -> dg.TableMetadataValue:
@@ -68,7 +93,7 @@ def _mix_table(result, types) -> dg.TableMetadataValue:
     code_version=CODE_VERSION, tags={"stage": Group.NOISE.value}, partitions_def=LEVEL_PARTITIONS,
     # Every intent's clean tasks, all of them: a noise level never starts before the last intent is built.
     deps=[dg.AssetDep(AssetName.CLEAN_TASKS.value, partition_mapping=dg.AllPartitionMapping()),
-          AssetName.SOURCE_DATABASE.value],
+          AssetName.SOURCE_DATABASE.value, AssetName.SOURCE_ANOMALIES.value],
     automation_condition=REBUILD_AFTER_UPSTREAM,
     check_specs=[
         partitioned_check(NoiseCheck.TWINS_PROVEN, AssetName.NOISE_PAIRS.value, LEVEL_PARTITIONS, blocking=True),
@@ -76,6 +101,11 @@ def _mix_table(result, types) -> dg.TableMetadataValue:
         partitioned_check(NoiseCheck.MIX_WITHIN_TOLERANCE, AssetName.NOISE_PAIRS.value, LEVEL_PARTITIONS),
         partitioned_check(NoiseCheck.TWINS_RECHECK, AssetName.NOISE_PAIRS.value, LEVEL_PARTITIONS, blocking=True,
                           description="up to 10 written twins per noise type re-checked on the source"),
+        partitioned_check(NoiseCheck.LABELS_DECIDABLE, AssetName.NOISE_PAIRS.value, LEVEL_PARTITIONS, blocking=True,
+                          description="every twin's accepted outcomes follow from its noisy record alone"),
+        partitioned_check(NoiseCheck.VALUE_NOISE_REALISTIC, AssetName.NOISE_PAIRS.value, LEVEL_PARTITIONS,
+                          blocking=True, description="value noise: no mechanism above 40%, no replacement value "
+                                                     "above 5% of one item's twins"),
         partitioned_check(NoiseCheck.NOISY_TWINS_CONTRACT, AssetName.NOISE_PAIRS.value, LEVEL_PARTITIONS,
                           blocking=True, description="data_contracts/noisy_twins.json on this level's twins"),
         partitioned_check(NoiseCheck.PAIRS_CONTRACT, AssetName.NOISE_PAIRS.value, LEVEL_PARTITIONS,
@@ -92,8 +122,14 @@ def noise_pairs(context: dg.AssetExecutionContext, config: NoisePairsConfig,
         raise dg.Failure(f"clean task files built on another source database: {', '.join(foreign)} in "
                          f"{paths.clean_tasks_dir}; materialize {AssetName.CLEAN_TASKS.value} (every intent) first")
     clean = read_clean_tasks(paths.clean_tasks_dir)
+    audit = read_audit(paths.source_audit) if paths.source_audit.exists() else None
+    flagged = read_flagged(paths.source_flagged_rows) if audit is not None and audit.fingerprint == fingerprint \
+        else None
     result = build_pairs(paths.source_db, clean, config.noise_config(), seed=config.seed, levels=[level],
-                         progress=reporter(context.log.info))
+                         progress=reporter(context.log.info), flagged=flagged)
+    summary = noise_summary(result, level)
+    summary["difficulty"] = reference_difficulty(paths, clean, result.twins, fingerprint, config.seed)
+    write_summary(summary, summary_path(paths.noise_dir, level))
     path = twins_path(paths.noise_dir, level)
     pending = pending_path(path)
     write_twins(result.twins, pending)
@@ -106,6 +142,8 @@ def noise_pairs(context: dg.AssetExecutionContext, config: NoisePairsConfig,
         checks.every_type_built(types, result.mix.by("noise_type")),
         checks.mix_within_tolerance(result.mix, types, config.tolerance),
         checks.twins_recheck(paths.source_db, twins, {t.task_id: t for t in clean}),
+        checks.labels_decidable(paths.source_db, twins, {t.task_id: t for t in clean}, flagged),
+        checks.value_noise_realistic(summary, level),
         *checks.noise_contracts(written, clean_table, fingerprint),
     ], pending)
     promote(pending, path)
@@ -120,6 +158,17 @@ def noise_pairs(context: dg.AssetExecutionContext, config: NoisePairsConfig,
             "not_applicable": dg.MetadataValue.md(skipped_markdown(result)),
             "sample_pairs": dg.MetadataValue.md(pairs_markdown(result.pairs(clean), config.sample_pairs_per_type,
                                                               config.seed)),
+            "value_error_mechanisms": distribution(
+                [("noise_type", "string"), ("mechanism", "string"), ("twins", "int")],
+                [(t, m, n) for t, by in summary["mechanisms"].items() for m, n in by.items()]),
+            "made_up_pools": distribution(
+                [("split", "string"), ("kind", "string"), ("values", "int")],
+                [(sp, k, n) for sp, by in summary["made_up_pools"].items() for k, n in by.items()]),
+            "clean_tasks_left_out": dg.MetadataValue.md(excluded_markdown(result)),
+            "reference_agents": _difficulty_table(summary["difficulty"]),
+            "label_check": dg.MetadataValue.md(
+                f"{summary['label_not_decidable']} candidate(s) dropped: their record alone did not support "
+                f"the outcomes they would have accepted (pipeline/noise/status_rules.py)"),
             "median_proof_ms": round(statistics.median(result.proof_ms), 2) if result.proof_ms else 0.0,
             "base_fingerprint": fingerprint,
             "path": dg.MetadataValue.path(str(path)),

@@ -13,6 +13,7 @@ import pyarrow as pa
 from assets.contract_results import contract_check_result
 from assets.gate import EVIDENCE
 from pipeline.contracts import Contract, check_noisy_twins, check_pairs
+from pipeline.noise.decidability import check_labels
 from pipeline.noise.recheck import recheck_twin
 from pipeline.release.assembly import pair_up
 from pipeline.task_model import Task
@@ -29,6 +30,8 @@ class NoiseCheck:
     EVERY_TYPE_BUILT = "every_noise_type_built"
     MIX_WITHIN_TOLERANCE = "mix_within_tolerance"
     TWINS_RECHECK = "twins_recheck"
+    LABELS_DECIDABLE = "labels_decidable"
+    VALUE_NOISE_REALISTIC = "value_noise_realistic"
     NOISY_TWINS_CONTRACT = f"{Contract.NOISY_TWINS.value}_contract"
     PAIRS_CONTRACT = f"{Contract.PAIRS.value}_contract"
 
@@ -114,3 +117,45 @@ def noise_contracts(written: pa.Table, clean: pa.Table, fingerprint: str) -> lis
     pairs = pair_up(clean, written)
     return [contract_check_result(check_noisy_twins(written, source_fingerprint=fingerprint)),
             contract_check_result(check_pairs(pairs.clean, pairs.twins))]
+
+
+def labels_decidable(source_db, twins: list[Task], clean: dict[str, Task], flagged=None) -> dg.AssetCheckResult:
+    """Every twin's accepted outcomes (and every named clean task's answer) are what its record alone
+    supports (pipeline/noise/status_rules.py), read without the noise type or parameters."""
+    named = [clean[i] for i in sorted({t.clean_task_id for t in twins}) if i in clean]
+    result = check_labels(source_db, [*named, *twins], flagged=flagged)
+    rows = ["| task | problem |", "| --- | --- |"] + [f"| {i} | {p.replace('|', '/')} |" for i, p in result.problems[:20]]
+    metadata = {"tasks_checked": result.checked, "problems": len(result.problems),
+                "deciding_rules": dg.MetadataValue.md("\n".join(f"- {r}: {n}" for r, n in result.rules.most_common())),
+                "examples": dg.MetadataValue.md("\n".join(rows) if result.problems else "none")}
+    if not result.passed:
+        metadata[EVIDENCE] = (f"{len(result.problems)} of {result.checked} tasks' outcomes not supported by their "
+                              f"record, e.g. {result.problems[0][0]}: {result.problems[0][1]}" if result.problems
+                              else "nothing was checked")
+    return dg.AssetCheckResult(check_name=NoiseCheck.LABELS_DECIDABLE, passed=result.passed, metadata=metadata)
+
+
+MAX_MECHANISM_SHARE = 0.40  # no error mechanism above this share of a value-level noise type's twins
+MAX_SHARED_VALUE_SHARE = 0.05  # no replacement value shared by more than this share of one item's twins
+
+
+def value_noise_realistic(summary: dict, level) -> dg.AssetCheckResult:
+    """Value noise comes from several real error mechanisms, and no replacement value recurs enough to memorise."""
+    problems = []
+    for noise_type, by in summary["mechanisms"].items():
+        total = sum(by.values())
+        top, n = max(by.items(), key=lambda kv: kv[1]) if by else ("-", 0)
+        if total and n / total > MAX_MECHANISM_SHARE:
+            problems.append(f"{noise_type}: mechanism {top} is {n / total:.0%} of its twins (at most "
+                            f"{MAX_MECHANISM_SHARE:.0%})")
+    sharing = summary["replacement_sharing"]
+    if sharing["worst_share"] > MAX_SHARED_VALUE_SHARE:
+        problems.append(f"one replacement value is {sharing['worst_share']:.0%} of item {sharing['worst_item']}'s "
+                        f"{sharing['worst_item_twins']} twins (at most {MAX_SHARED_VALUE_SHARE:.0%})")
+    metadata = {"problems": dg.MetadataValue.md("\n".join(f"- {p}" for p in problems) or "none"),
+                "worst_shared_value_share": dg.MetadataValue.text(f"{sharing['worst_share']:.1%}")}
+    applies = NoiseLevel(level) is NoiseLevel.VALUE
+    if problems:
+        metadata[EVIDENCE] = "; ".join(problems)
+    return dg.AssetCheckResult(check_name=NoiseCheck.VALUE_NOISE_REALISTIC, passed=not problems or not applies,
+                               metadata=metadata)

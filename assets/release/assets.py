@@ -16,7 +16,7 @@ import dagster as dg
 import duckdb
 
 from assets.automation import REBUILD_AFTER_UPSTREAM
-from assets.contract_results import contract_check_name, contract_check_result
+from assets.contract_results import contract_check_name, contract_check_result, source_fingerprint
 from assets.gate import gate
 from assets.metadata import code_version, distribution, task_table_metadata
 from assets.resources import ProjectPaths
@@ -41,7 +41,7 @@ from pipeline.release.task_files import read_tasks, tasks_table, write_tasks
 from pipeline.progress import reporter
 from pipeline.source_db import read_source_info
 from pipeline.task_model import tasks_from_arrow
-from pipeline.vocabulary import AssetName, Group, Intent, NoiseType, Split
+from pipeline.vocabulary import AssetName, Group, Intent, NoiseLevel, NoiseType, Split
 
 CANDIDATE_DIR = "release_candidate"
 SETTINGS = "settings.json"
@@ -179,6 +179,23 @@ def release_candidate(context: dg.AssetExecutionContext, config: ReleaseCandidat
     return dg.MaterializeResult(metadata=metadata, check_results=check_results)
 
 
+def stage_reports(paths: ProjectPaths) -> dict:
+    """What the source audit and the noise stage found, for the manifest and the card."""
+    from pipeline.noise.report import summary_path
+    from pipeline.source_audit import read_audit
+
+    audit = read_audit(paths.source_audit).to_dict() if paths.source_audit.exists() else None
+    if audit is not None:
+        audit.pop("integrity", None)  # the loader's own findings stay in the source database's metadata
+        for c in audit["counts"]:
+            c["examples"] = c["examples"][:1]
+    fingerprint = source_fingerprint(paths)
+    noise = [summary for level in NoiseLevel if summary_path(paths.noise_dir, level).exists()
+             for summary in [json.loads(summary_path(paths.noise_dir, level).read_text())]
+             if summary.get("base_fingerprint") == fingerprint]
+    return {"source_audit": audit, "noise": noise}
+
+
 def read_candidate(paths: ProjectPaths) -> tuple[list, dict]:
     folder = candidate_dir(paths)
     if not (folder / SETTINGS).exists():
@@ -203,7 +220,7 @@ def release(context: dg.AssetExecutionContext, config: ReleaseConfig, paths: Pro
             seed=settings["seed"], split_shares=settings["split_shares"], noise_shares=settings["noise_shares"],
             intents=settings["intents"], redistributable=config.redistributable,
             config={"release_candidate": settings, "publication": publication_config(config)},
-            progress=reporter(context.log.info), score_release=release_floors)
+            progress=reporter(context.log.info), score_release=release_floors, reports=stage_reports(paths))
     except ContractViolation as e:
         failures = [f for r in e.results for f in r.failures]
         raise dg.Failure(description=str(e), metadata={"failures": dg.MetadataValue.md(results_markdown(failures))})

@@ -5,11 +5,13 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 
+from assets.automation import REBUILD_AFTER_UPSTREAM
 from assets.gate import gate, pending_path, promote
 from assets.metadata import ROW_COUNT, code_version, distribution
 from assets.resources import ProjectPaths
 from assets.source.checks import SOURCE_TABLES_CHECK, source_tables_contract
 from assets.stale_outputs import remove_outputs_of_other_sources
+from pipeline.source_audit import audit_chart, audit_source, write_audit
 from pipeline.source_db import read_source_info, row_counts
 from pipeline.vocabulary import AssetName, Group, SourceKind
 
@@ -80,5 +82,38 @@ def source_database(context: dg.AssetExecutionContext, config: SourceConfig,
     }, check_results=check_results)
 
 
-ASSETS = [source_database]
+AUDIT_CODE_VERSION = code_version("pipeline.noise.anomalies", "pipeline.source_audit", "pipeline.noise.physiology",
+                                  "pipeline.noise.row_roles")
+
+
+@dg.asset(name=AssetName.SOURCE_ANOMALIES.value, group_name=Group.SOURCE.value, kinds={"duckdb", "parquet"},
+          code_version=AUDIT_CODE_VERSION, tags={"stage": Group.SOURCE.value},
+          deps=[AssetName.SOURCE_DATABASE.value], automation_condition=REBUILD_AFTER_UPSTREAM)
+def source_anomalies(context: dg.AssetExecutionContext, paths: ProjectPaths) -> dg.MaterializeResult:
+    """The source's own anomalies per table (duplicates, rows outside their stay, dangling links, values outside
+    physiological limits, unusual units): clean tasks never rest on a flagged row."""
+    with duckdb.connect(str(paths.source_db), read_only=True) as con:
+        audit, flagged = audit_source(con)
+    write_audit(audit, flagged, paths.source_audit, paths.source_flagged_rows)
+    chart = audit_chart(audit, paths.data / "source_anomalies.png")
+    for lossy in audit.lossy_inputs:
+        context.log.warning(f"{lossy.path} is {lossy.what}")
+    checked = sum(audit.rows_checked.values())
+    return dg.MaterializeResult(metadata={
+        ROW_COUNT: audit.rows_flagged,
+        "rows_checked": dg.MetadataValue.text(f"{checked:,}"),
+        "flagged_per_table_and_kind": distribution(
+            [("table", "string"), ("anomaly", "string"), ("status", "string"), ("rows", "int")],
+            [(c.table, c.kind, c.status, c.rows) for c in audit.counts]),
+        "examples": dg.MetadataValue.md(audit.markdown()),
+        "chart": dg.MetadataValue.md(f"![flagged rows per table and kind]({chart.as_uri()})"),
+        "lossy_inputs": dg.MetadataValue.md("\n".join(f"- `{i.path}`: {i.what}" for i in audit.lossy_inputs)
+                                            or "none known"),
+        "loader_integrity_findings": dg.MetadataValue.text(str(len(audit.integrity))),
+        "fingerprint": audit.fingerprint,
+        "path": dg.MetadataValue.path(str(paths.source_audit)),
+    })
+
+
+ASSETS = [source_database, source_anomalies]
 CHECKS: list = []  # the source contract runs inside the asset's step (assets/gate.py)

@@ -13,7 +13,8 @@ from pipeline.progress import reporter
 from pipeline.release.task_files import read_tasks
 from pipeline.task_model import tasks_from_arrow
 from pipeline.templates import REGISTRY, extract_clean_tasks
-from pipeline.templates.extract import DEFAULT_MAX_EVIDENCE_ROWS, DEFAULT_TASKS_PER_TEMPLATE
+from pipeline.source_audit import flagged_row_set, read_audit, read_flagged
+from pipeline.templates.extract import DEFAULT_MAX_EVIDENCE_ROWS, DEFAULT_TASKS_PER_TEMPLATE, RESTS_ON_SOURCE_ANOMALY
 from pipeline.templates.summary import (catalogue_list_markdown, catalogue_markdown, catalogue_problems,
                                         preview_markdown, rejections_markdown, write_catalogue, write_clean_tasks)
 from pipeline.vocabulary import AnswerType, AssetName, Group, Intent, Level
@@ -67,7 +68,7 @@ def _answers_per_type(tasks) -> dg.TableMetadataValue:
 @dg.asset(
     name=AssetName.CLEAN_TASKS.value, group_name=Group.TEMPLATES.value, kinds={"parquet", "duckdb"},
     code_version=CODE_VERSION, tags=TAGS, partitions_def=INTENT_PARTITIONS,
-    deps=[AssetName.SOURCE_DATABASE.value, AssetName.TEMPLATE_CATALOGUE.value],
+    deps=[AssetName.SOURCE_DATABASE.value, AssetName.SOURCE_ANOMALIES.value, AssetName.TEMPLATE_CATALOGUE.value],
     automation_condition=REBUILD_AFTER_UPSTREAM,
     check_specs=[
         partitioned_check(TemplateCheck.IDS_UNIQUE, AssetName.CLEAN_TASKS.value, INTENT_PARTITIONS, blocking=True),
@@ -86,7 +87,7 @@ def clean_tasks(context: dg.AssetExecutionContext, config: CleanTasksConfig,
     fingerprint = source_fingerprint(paths)
     result = extract_clean_tasks(paths.source_db, intents=[intent], tasks_per_template=config.tasks_per_template,
                                  seed=config.seed, max_evidence_rows=config.max_evidence_rows,
-                                 progress=reporter(context.log.info))
+                                 progress=reporter(context.log.info), flagged=source_flagged(paths, fingerprint))
     skipped = result.skipped.get(intent.value)
     if skipped:
         context.log.warning(skipped)
@@ -112,12 +113,24 @@ def clean_tasks(context: dg.AssetExecutionContext, config: CleanTasksConfig,
             "rejections_per_template": dg.MetadataValue.md(
                 rejections_markdown(templates, result.tasks, result.rejections, result.examined)),
             "fillings_rejected": sum(sum(c.values()) for c in result.rejections.values()),
+            "fillings_on_source_anomalies": sum(c[RESTS_ON_SOURCE_ANOMALY] for c in result.rejections.values()),
             "preview": dg.MetadataValue.md(preview_markdown(tasks)),
             "base_fingerprint": fingerprint,
             "path": dg.MetadataValue.path(str(path)),
         },
         check_results=check_results,
     )
+
+
+def source_flagged(paths: ProjectPaths, fingerprint: str) -> dict[str, frozenset[int]]:
+    """The rows the source audit flags, from its files; refused when they were made from another source."""
+    if not paths.source_audit.exists() or not paths.source_flagged_rows.exists():
+        raise dg.Failure(f"no source audit at {paths.source_audit}: materialize source_anomalies first")
+    audit = read_audit(paths.source_audit)
+    if audit.fingerprint != fingerprint:
+        raise dg.Failure(f"the source audit at {paths.source_audit} was made from another source database "
+                         f"({audit.fingerprint[:12]}, not {fingerprint[:12]}): materialize source_anomalies again")
+    return flagged_row_set(read_flagged(paths.source_flagged_rows))
 
 
 ASSETS = [template_catalogue, clean_tasks]

@@ -303,8 +303,8 @@ def split_frames(files: Mapping[str, object], shares: Mapping[str, float] | None
         flat = tasks_frame(t)
         flat = flat.append_column("file", pa.array([split] * t.num_rows, pa.string()))
         flat_parts.append(flat)
-        keep = [c for c in ("task_id", "clean_task_id", "subject_id", "level", "template_id", "slots", "split")
-                if c in t.column_names]
+        keep = [c for c in ("task_id", "clean_task_id", "subject_id", "level", "template_id", "slots", "split",
+                            "noise_params") if c in t.column_names]
         rows += [{**r, "file": split} for r in t.select(keep).to_pylist()]
     tasks = pa.concat_tables(flat_parts, promote_options="permissive") if flat_parts else pa.table({})
     if "split" in tasks.column_names:
@@ -333,6 +333,18 @@ def split_frames(files: Mapping[str, object], shares: Mapping[str, float] | None
     group_of = {r.get("task_id"): group_key(r) for r in pop}
     grp, grp_n, grp_files = spread(lambda r: group_of.get(r.get("clean_task_id") or r.get("task_id")))
 
+    # A made-up name or id (query-level nonexistent entities, orphaned records' dangling links) belongs to
+    # one split's pool: seen in two splits, an agent could learn it in train and spot it in test.
+    made_up: dict[str, set] = defaultdict(set)
+    pool_rows = []
+    for r in rows:
+        params = {p["name"]: p["value"] for p in (r.get("noise_params") or [])}
+        for key in ("nonexistent", "dangling_id"):
+            if key in params:
+                made_up[f"{key}:{params[key]}"].add(r["file"])
+                if params.get("name_pool") not in (None, r["file"]):
+                    pool_rows.append(r["task_id"])
+    made_keys = sorted(made_up)
     total = len(rows) or 1
     sizes = Counter(r["file"] for r in rows)
     split_names = [s.value for s in Split]
@@ -348,6 +360,11 @@ def split_frames(files: Mapping[str, object], shares: Mapping[str, float] | None
                                  "n_splits": pa.array(pair_n, pa.int64()), "splits": pair_files}),
         "group_splits": pa.table({"group": pa.array(grp, pa.string()),
                                   "n_splits": pa.array(grp_n, pa.int64()), "splits": grp_files}),
+        "made_up_splits": pa.table({
+            "value": pa.array(made_keys + [f"pool:{t}" for t in pool_rows], pa.string()),
+            "n_splits": pa.array([len(made_up[k]) for k in made_keys] + [2] * len(pool_rows), pa.int64()),
+            "splits": pa.array([",".join(sorted(made_up[k])) for k in made_keys]
+                               + ["drawn from another split's pool"] * len(pool_rows), pa.string())}),
         "split_sizes": pa.table({
             "split": split_names,
             "n_tasks": pa.array([sizes.get(s, 0) for s in split_names], pa.int64()),

@@ -84,11 +84,11 @@ def _connection(db: duckdb.DuckDBPyConnection | str | Path):
 
 
 class _Builder:
-    def __init__(self, con: duckdb.DuckDBPyConnection, config: NoiseConfig, seed: int, templates):
+    def __init__(self, con: duckdb.DuckDBPyConnection, config: NoiseConfig, seed: int, templates, flagged=None):
         self.con, self.config, self.seed = con, config, seed
         self.lookup = SourceLookup(con)
         self.prover = Prover(con)
-        self.reader = FactReader(con, templates)
+        self.reader = FactReader(con, templates, flagged=flagged)
         self.dropped: Counter = Counter()
         self.examples: dict = {}
         self.proof_ms: list[float] = []
@@ -206,12 +206,15 @@ def build_pairs(db: duckdb.DuckDBPyConnection | str | Path, clean_tasks: Sequenc
                 config: NoiseConfig = NoiseConfig(), seed: int = 0, *,
                 levels: Iterable[NoiseLevel | str] | None = None,
                 templates: TemplateLookup | None = None,
-                progress: Callable[[str], None] | None = None) -> NoiseResult:
+                progress: Callable[[str], None] | None = None,
+                flagged=None) -> NoiseResult:
     """Noisy twins of ``clean_tasks`` on the source database ``db`` (a path or an open connection).
 
     ``levels`` builds only those noise levels, each to its share of ``config.target_pairs`` (a type
     that falls short hands its remainder to the other types built in the same call). ``templates``
-    maps a template id to its template (default: the registry in ``pipeline.templates``). Returns the
+    maps a template id to its template (default: the registry in ``pipeline.templates``). ``flagged``:
+    the source audit's flagged rows (``pipeline.source_audit.read_flagged``; default: found again on
+    ``db``), which the label check reads for the source's own anomalies. Returns the
     proven twins, the candidates dropped and why, the clean tasks each noise type does not apply to,
     and the realised mix.
     """
@@ -221,7 +224,7 @@ def build_pairs(db: duckdb.DuckDBPyConnection | str | Path, clean_tasks: Sequenc
     lookup_template = templates or _default_templates()
     with _connection(db) as con:
         _check_fingerprint(con, clean_tasks)
-        b = _Builder(con, config, seed, lambda template_id: _template_by_id(lookup_template, template_id))
+        b = _Builder(con, config, seed, lambda template_id: _template_by_id(lookup_template, template_id), flagged)
         for task in clean_tasks:
             if task.variant is not Variant.CLEAN or task.answer is None:
                 raise ValueError(f"task {task.task_id}: twins are built from clean tasks with an answer")

@@ -227,18 +227,45 @@ def vague_reference(question_with_sentinel: str, kind: SlotKind) -> str | None:
 
 
 def general_names(name: str) -> list[str]:
-    """The general names ``name`` refines, most specific first: cut before a separator ("Bilirubin,
-    Total" -> "Bilirubin") or after two or more words ("Metoprolol Succinate XL" -> "Metoprolol
-    Succinate"); never a single word that no separator ends ("Heart Rate" does not give "Heart")."""
+    """The general names ``name`` refines, most specific first. A general name is the head noun
+    phrase with a trailing qualifier cut off, where the name itself marks one:
+
+    - before a separator that starts a trailing qualifier: "Bilirubin, Total" -> "Bilirubin",
+      "KCl (CRRT)" -> "KCl" (a parenthesis only when nothing but qualifiers follows it);
+    - before a preposition opening a qualifying phrase, keeping two words or more: "Acute kidney
+      failure with tubular necrosis" -> "Acute kidney failure", "Coronary atherosclerosis of native
+      coronary artery" -> "Coronary atherosclerosis";
+    - in a title-cased label, before the lowercase qualifier it ends with: "Non Invasive Blood Pressure
+      systolic" -> "Non Invasive Blood Pressure".
+
+    Never an adjective alone ("Acute respiratory", "GRAM POSITIVE") and never a phrase left open
+    ("Personal history of").
+    """
     out = []
-    for m in re.finditer(r"\s*(?:,|\(| - | / |:)", name):
-        head = name[:m.start()].strip()
+    for m in re.finditer(r",|\s+-\s+|\s+/\s+|:|\s*\(", name):
+        head, rest = name[:m.start()].strip(), name[m.start():]
+        if m.group(0).strip().startswith("(") and not re.fullmatch(r"(\s*\([^()]*\))+\s*([,:-].*)?", rest):
+            continue  # "Essential (primary) hypertension": the parenthesis is inside the name
         if len(head) >= 3:
             out.append(head)
     words = name.split()
-    for k in range(len(words) - 1, 1, -1):
-        out.append(" ".join(words[:k]).rstrip(",:;-/("))
-    return sorted(dict.fromkeys(g for g in out if g and g != name), key=len, reverse=True)
+    for k in range(len(words) - 1, 0, -1):
+        head, following = " ".join(words[:k]), words[k]
+        if following.casefold() in _QUALIFYING and k >= 2:
+            out.append(head)
+        elif k >= 2 and following.islower() and following.isalpha() and following.casefold() not in _OPEN_WORDS \
+                and all(w[:1].isupper() for w in words[:k]):
+            out.append(head)
+    return sorted(dict.fromkeys(g.rstrip(",:;-/( ") for g in out
+                                if g and g != name and g.split()[-1].casefold() not in _OPEN_WORDS),
+                  key=len, reverse=True)
+
+
+# Words that open a qualifying phrase after a noun phrase.
+_QUALIFYING = frozenset({"with", "without", "due", "following", "of", "in", "on", "for", "after", "during",
+                         "from", "not", "involving", "affecting", "associated", "causing"})
+_OPEN_WORDS = frozenset({"of", "with", "without", "and", "or", "for", "in", "on", "to", "the", "a", "an", "by",
+                         "due", "at", "from", "other", "not", "than", "as", "into", "per", "via", "&"})
 
 
 @register

@@ -173,6 +173,7 @@ class FactReader:
         self.flagged: Flagged = flagged if flagged is not None else flag_rows(con, self.tables)
         self._natural_detached = {t: set().union(*(kinds.get(k, frozenset()) for k in DETACHED_KINDS))
                                   for t, kinds in self.flagged.items()}
+        self._outside_by_encounter: dict[str, dict[tuple[str, int], set[int]]] = {}
         # Who is who on the unpatched source (patients, admission -> patient and times, stay -> admission,
         # patient and times, dictionaries' items, usual units): the anomaly predicates over fetched rows.
         self.checker = RowChecker(con)
@@ -462,7 +463,9 @@ class FactReader:
             t = TABLES_BY_NAME[table_name]
             if t.dictionary or table_name not in self.tables or all(e == table_name for e in t.links.values()):
                 continue
-            candidates = written.get(table_name, set()) | self._naturally_detached(table_name)
+            encounters = {ENTITY_OF_SLOT[k][1]: int(v) for k, v in entities.items()
+                          if k in (SlotKind.ADMISSION, SlotKind.ICU_STAY)}
+            candidates = written.get(table_name, set()) | self._naturally_detached(table_name, task, encounters)
             if not candidates:
                 continue
             listed = ", ".join(map(str, sorted(candidates)))
@@ -482,12 +485,37 @@ class FactReader:
                                  if name is not None and name.strip().casefold() == folded}
                     linked = [r for r in linked if r[ROW_ID] in named_ids]
             found = self.checker.anomalies(table_name, linked, {r[ROW_ID] for r in linked})
+            # A row of the question's own admission or stay timed outside it is the question's row gone
+            # astray too; a row of the patient's other encounters is not.
+            in_encounter = {r[ROW_ID] for r in linked
+                            if any(c in r and r[c] == v for c, v in encounters.items())}
             out += [Anomaly(k, table_name, int(rid), detail) for k, rid, detail in found
-                    if k in DETACHED_KINDS and (table_name, rid) not in seen]
+                    if (table_name, rid) not in seen and
+                    (k in DETACHED_KINDS or (k is AnomalyKind.OUTSIDE_ENCOUNTER and rid in in_encounter))]
         return out
 
-    def _naturally_detached(self, table_name: str) -> set[int]:
-        return self._natural_detached.get(table_name, set())
+    def _naturally_detached(self, table_name: str, task: Task, encounters: dict[str, int]) -> set[int]:
+        """The source's own rows of this table that a question could reach although the evidence query
+        cannot: dangling or foreign links, and rows of the question's admission or stay timed outside it."""
+        rows = set(self._natural_detached.get(table_name, set()))
+        outside = self._natural_outside(table_name)
+        for column, value in encounters.items():
+            rows |= outside.get((column, value), set())
+        return rows
+
+    def _natural_outside(self, table_name: str) -> dict[tuple[str, int], set[int]]:
+        """(hadm_id or stay_id, id) -> row ids of the unpatched source timed outside that encounter."""
+        if table_name not in self._outside_by_encounter:
+            ids = self.flagged.get(table_name, {}).get(AnomalyKind.OUTSIDE_ENCOUNTER, frozenset())
+            by: dict[tuple[str, int], set[int]] = {}
+            if ids and table_name in ENCOUNTER_OF:
+                link = ENCOUNTER_OF[table_name][1].link
+                for rid, value in self.con.execute(
+                        f'SELECT row_id, "{link}" FROM "{self.catalog}".main."{table_name}" '
+                        f'WHERE row_id IN (SELECT unnest(?))', [sorted(ids)]).fetchall():
+                    by.setdefault((link, value), set()).add(rid)
+            self._outside_by_encounter[table_name] = by
+        return self._outside_by_encounter[table_name]
 
     def _set_aside(self, task: Task, template, slots, anomalies: list[Anomaly]) -> dict[Status, Observed]:
         out: dict[Status, Observed] = {}

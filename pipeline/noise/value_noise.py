@@ -61,11 +61,18 @@ def _params(**kw) -> tuple[NamedValue, ...]:
     return tuple(NamedValue(k, str(v)) for k, v in kw.items())
 
 
+_INTEGER_RANGE = {"SMALLINT": 2 ** 15, "INTEGER": 2 ** 31, "BIGINT": 2 ** 63}
+
+
 def _text(table_name: str, column: str, value: float) -> str | None:
+    """The value as the column stores it, or None when the column cannot hold it."""
     if not math.isfinite(value):
         return None
-    integer = table(table_name).column(column).type.upper() in ("INTEGER", "BIGINT", "SMALLINT")
-    return str(int(round(value))) if integer else format_value(value)
+    kind = table(table_name).column(column).type.upper()
+    if kind in _INTEGER_RANGE:
+        whole = int(round(value))
+        return str(whole) if -_INTEGER_RANGE[kind] <= whole < _INTEGER_RANGE[kind] else None
+    return format_value(value)
 
 
 class _Usage:

@@ -40,11 +40,13 @@ TAGS = ["medical", "ehr", "mimic-iv", "clinical", "text-to-sql", "robustness", "
 
 # What a twin of each noise type does to its clean task (docs/architecture.md, "Noise").
 NOISE_TYPE_CHANGES: dict[NoiseType, str] = {
-    NoiseType.MISSING_EVIDENCE: "hides every evidence row the answer rests on",
+    NoiseType.MISSING_EVIDENCE: "the results the answer rests on never came back (the rows stay without "
+                                "values, a dose is not given), or the rows are absent",
     NoiseType.CONFLICTING_DUPLICATE: "adds a copy of an evidence row that disagrees on the value",
     NoiseType.ORPHANED_RECORD: "breaks the evidence rows' link to their stay, admission or patient, or moves "
                                "them outside it",
-    NoiseType.IMPLAUSIBLE_VALUE: "writes a physiologically impossible value into an evidence row",
+    NoiseType.IMPLAUSIBLE_VALUE: "writes what a real charting error gives (a decimal shift, a value in another "
+                                 "unit, a doubled digit, ...) where it is physiologically impossible",
     NoiseType.UNIT_MISMATCH: "rewrites a value in another unit and relabels its unit",
     NoiseType.NONEXISTENT_ENTITY: "names a patient, admission, stay or item that does not exist",
     NoiseType.FALSE_PREMISE: "names something recorded, but never for this patient",
@@ -245,8 +247,9 @@ what the database says, computed by SQL, not clinical judgements.
   others (free-text errors, copy-paste, unit conventions of other sites).
 - Questions come from templates of {n_intents} clinical intents with fixed paraphrases: they are
   narrower and more regular than what clinicians ask.
-- Gold answers are executed SQL over the source as loaded; where the source itself is wrong, so is
-  the gold answer of the clean task.
+- Gold answers are executed SQL over the source as loaded. Clean tasks whose rows the source audit
+  flags (below) are left out, but an error the audit's predicates cannot see (a plausible wrong
+  value, a miscoded diagnosis) stays in a clean task's gold answer.
 - {source}{sharing}"""
 
 
@@ -398,12 +401,109 @@ better than ignoring the data.
 {_table(["floor", "reliability", "pair success", "clean", "noise"], rows, ["---", "---:", "---:", "---:", "---:"])}"""
 
 
+def source_section(data: CardData) -> str:
+    """The source's own anomalies (the audit) and the inputs known to be lossy or reconstructed."""
+    m = data.manifest
+    lossy = m.get("lossy_inputs") or []
+    parts = ["## The source and its own anomalies"]
+    if lossy:
+        parts.append("**Lossy or reconstructed input.** " + " ".join(
+            f"`{i['path']}` is {i['what']}." for i in lossy)
+            + " Numbers computed on it are not figures of the official data.")
+    audit = m.get("source_audit")
+    if not audit:
+        parts.append("No source audit was recorded for this release.")
+        return "\n\n".join(parts)
+    noise = m.get("noise") or {}
+    left_out = sum(level.get("clean_tasks_left_out", 0) for level in noise.get("levels", []))
+    parts.append(
+        f"Real records carry their own errors. Before any noise, the source was audited with the same "
+        f"predicates that label the twins (`pipeline/noise/anomalies.py`): {audit['rows_flagged']:,} rows "
+        f"of {sum(audit['rows_checked'].values()):,} are flagged. A clean task whose evidence touches a "
+        f"flagged row is not extracted (`rests_on_source_anomaly`), and {left_out} more clean task(s) whose "
+        f"own record (a row of its admission or stay outside it, a dangling link) does not support their "
+        f"answer got no twin and are not in this release.")
+    rows = [[c["table"], _code(c["kind"]), f"{c['rows']:,}", _code(c["status"]),
+             _cell(f"row {c['examples'][0][0]}: {c['examples'][0][1]}" if c["examples"] else "", 90)]
+            for c in audit["counts"]]
+    if rows:
+        parts.append(_table(["table", "anomaly", "rows", "status it supports", "example"], rows,
+                            ["---", "---", "---:", "---", "---"]))
+    return "\n\n".join(parts)
+
+
+def noise_making_section(data: CardData) -> str | None:
+    """How the noise was made: labels checked against the record, error mechanisms, made-up pools."""
+    noise = data.manifest.get("noise")
+    if not noise:
+        return None
+    levels = noise.get("levels") or []
+    undecidable = sum(level.get("label_not_decidable", 0) for level in levels)
+    parts = ["## How the noise was made",
+             "**Labels follow from the record.** Every twin's accepted outcomes were re-derived from its noisy "
+             "database alone (the facts of docs/architecture.md's status table: do the named patient, "
+             "admission and thing exist and appear for the patient; do rows in scope carry values; do links "
+             "resolve; is a unit the item's usual one; is a value within the item's limits; does one fact have "
+             f"two values) and had to match; {undecidable} candidate twin(s) whose record did not support "
+             "their label unambiguously were not published. Count and yes/no questions accept their "
+             "truthful 0 / no where the thing asked about is absent."]
+    mechanisms: dict[str, dict[str, int]] = {}
+    for level in levels:
+        for noise_type, by in level.get("mechanisms", {}).items():
+            for mechanism, n in by.items():
+                mechanisms.setdefault(noise_type, {})[mechanism] = mechanisms.get(noise_type, {}).get(mechanism, 0) + n
+    if mechanisms:
+        rows = [[_code(t), _code(m), str(n), f"{n / sum(by.values()):.0%}"]
+                for t, by in mechanisms.items() for m, n in sorted(by.items(), key=lambda kv: -kv[1])]
+        worst = max((lv.get("replacement_sharing", {}).get("worst_share", 0.0) for lv in levels), default=0.0)
+        parts.append("**Value noise from real error mechanisms**, each kept only outside the item's "
+                     "physiological limits (so outside everything the source shows unflagged). No mechanism "
+                     "may exceed 40% of a type's twins, and no replacement value may recur in more than 5% of "
+                     f"one item's twins (largest here: {worst:.0%}):\n\n"
+                     + _table(["noise type", "mechanism", "twins", "share"], rows, ["---", "---", "---:", "---:"]))
+    made_up = noise.get("made_up") or {}
+    per_split = made_up.get("per_split") or {}
+    if per_split:
+        rows = [[split, _code(kind), str(n)] for split, kinds in per_split.items() for kind, n in kinds.items()]
+        parts.append("**Made-up names and ids cannot be memorised.** They are generated per build from the "
+                     "morphology of their category and each belongs to one split only (a hash of the build "
+                     "seed and the value picks it); a twin draws from its own split's pool. Values used per "
+                     f"split; {made_up.get('held_out_also_in_train', 0)} validation or test value(s) also "
+                     "appear in train:\n\n" + _table(["split", "kind", "values"], rows, ["---", "---", "---:"]))
+    return "\n\n".join(parts)
+
+
+def difficulty_section(data: CardData) -> str | None:
+    """How the rule-based reference agents fare on this build's twins, per noise type and mechanism."""
+    levels = (data.manifest.get("noise") or {}).get("levels") or []
+    cells: dict[tuple[str, str], dict[str, tuple[int, int]]] = {}
+    for level in levels:
+        for agent, rows in (level.get("difficulty") or {}).get("agents", {}).items():
+            for c in rows:
+                cells.setdefault((c["noise_type"], c["mechanism"]), {})[agent] = (c["correct"], c["twins"])
+    if not cells:
+        return None
+    agents = sorted({a for by in cells.values() for a in by})
+    order = {t.value: i for i, t in enumerate(NoiseType)}
+    rows = [[_code(nt), _code(m)] + [f"{by[a][0]}/{by[a][1]}" if a in by else "–" for a in agents]
+            for (nt, m), by in sorted(cells.items(), key=lambda kv: (order.get(kv[0][0], 99), kv[0][1]))]
+    return ("## Difficulty, measured\n\n"
+            "Twins solved by the rule-based reference agents on a seeded sample per noise type and mechanism: "
+            "`naive` runs the gold SQL and answers; `checking` first probes the record with generic rules "
+            "(existence, ambiguity, duplicates, links, units, ranges). A cell the checking agent solves is "
+            "caught by a generic rule; a cell the naive agent solves does not test robustness.\n\n"
+            + _table(["noise type", "mechanism", *agents], rows, ["---", "---"] + ["---:"] * len(agents)))
+
+
 SECTIONS: tuple[Section, ...] = (
     title_section,
     noise_types_section,
     evaluation_section,
     floors_section,
     use_and_limitations_section,
+    source_section,
+    noise_making_section,
+    difficulty_section,
     build_section,
     counts_section,
     files_section,

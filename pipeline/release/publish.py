@@ -207,7 +207,8 @@ def build_release(tasks: Iterable[Task], *, source_db: Path, version: str | None
                   redistributable: bool | None = None,
                   validate_croissant_records: int = 5,
                   progress: Callable[[str], None] | None = None,
-                  score_release: Callable[[Path, Path], Mapping[str, Any]] | None = None) -> ReleaseResult:
+                  score_release: Callable[[Path, Path], Mapping[str, Any]] | None = None,
+                  reports: Mapping[str, Any] | None = None) -> ReleaseResult:
     """Split ``tasks``, validate them against the contracts, and publish ``releases_dir/version``.
 
     ``version``: a semantic version, or None for ``content_version`` (package version + digest).
@@ -217,6 +218,8 @@ def build_release(tasks: Iterable[Task], *, source_db: Path, version: str | None
     ``pipeline.release.base_database``). ``score_release(folder, source_db)`` runs on the written
     folder before the card (the release asset passes ``robustgym.floors.release_floors``: the
     reference floors, which the card prints); the keys it returns are added to the manifest.
+    ``reports``: what earlier stages found, stated in the manifest and on the card: ``source_audit``
+    (``pipeline.source_audit``) and ``noise`` (the noise stage's summaries, one per level).
     Raises ``ContractViolation`` (nothing published) when a
     critical expectation fails, ``ReleaseConflict`` when the version exists with other tasks.
     """
@@ -290,6 +293,7 @@ def build_release(tasks: Iterable[Task], *, source_db: Path, version: str | None
             "rebuild_command": None if ship else rebuild_command(info),
             "contracts": [{"contract": r.contract, "expectations": len(r.results),
                            "warnings": [f.describe() for f in r.failures]} for r in results],
+            **provenance(info, split_tasks, reports),
         }
         previous_dir = releases_dir / previous if previous and previous != version else None
         diff = diff_releases(previous_dir if previous_dir and previous_dir.exists() else None,
@@ -320,6 +324,30 @@ def build_release(tasks: Iterable[Task], *, source_db: Path, version: str | None
         return ReleaseResult(version, final, manifest, tuple(results), diff, reused=False)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def provenance(info, split_tasks: Sequence[Task], reports: Mapping[str, Any] | None) -> dict:
+    """What the manifest states about where the tasks come from: lossy inputs, the source's own
+    anomalies, how the noise was made, and the made-up names and ids per split (read off the release)."""
+    from pipeline.noise.report import made_up_values
+    from pipeline.source_audit import lossy_inputs
+
+    reports = dict(reports or {})
+    values: dict[str, dict[str, set[str]]] = {}  # split -> kind -> made-up values its twins use
+    for s in Split:
+        for kinds in made_up_values([t for t in split_tasks if t.split == s]).values():
+            for kind, found in kinds.items():
+                values.setdefault(s.value, {}).setdefault(kind, set()).update(found)
+    per_split = {split: {kind: len(v) for kind, v in sorted(kinds.items())} for split, kinds in sorted(values.items())}
+    every = lambda split: set().union(*values.get(split, {}).values())  # noqa: E731
+    held_out = every(Split.VALIDATION.value) | every(Split.TEST.value)
+    return {
+        "lossy_inputs": [vars(i) for i in lossy_inputs(info)],
+        "source_audit": reports.get("source_audit"),
+        "noise": {"levels": reports.get("noise") or [],
+                  "made_up": {"per_split": per_split,
+                              "held_out_also_in_train": len(every(Split.TRAIN.value) & held_out)}},
+    }
 
 
 def _existing(final: Path, manifest: dict, tmp: Path) -> ReleaseResult:

@@ -45,6 +45,7 @@ DEFAULT_MAX_EVIDENCE_ROWS = 5000  # a patch hiding a task's evidence must stay s
 UNIT_NOT_UNIQUE = "unit_not_unique"
 NO_EVIDENCE_ROWS = "no_evidence_rows"
 EVIDENCE_TOO_LARGE = "evidence_too_large"
+RESTS_ON_SOURCE_ANOMALY = "rests_on_source_anomaly"  # the evidence touches a row the source audit flags
 PROGRESS_STAGE, PROGRESS_UNIT = "templates", "template"
 _CANDIDATES = "__rg_candidates"
 _UNIT_WRAPPER = ("(SELECT CASE WHEN count(*) > 0 AND count(*) = count(__u) AND count(DISTINCT __u) = 1 "
@@ -95,8 +96,10 @@ def _evidence_rows(template: Template, rows: Iterable[tuple]) -> tuple[RowRef, .
 
 
 def _judge(template: Template, gold_rows: list[tuple], guard_values: tuple, unit: str | None,
-           evidence: tuple[RowRef, ...], max_evidence_rows: int, evidence_count: int | None = None) -> Evaluation:
-    """``evidence_count`` stands in for ``len(evidence)`` when too many rows to fetch were only counted."""
+           evidence: tuple[RowRef, ...], max_evidence_rows: int, evidence_count: int | None = None,
+           flagged: Mapping[str, frozenset[int]] | None = None) -> Evaluation:
+    """``evidence_count`` stands in for ``len(evidence)`` when too many rows to fetch were only counted.
+    ``flagged``: table -> row ids the source audit flags (a filling resting on one is not clean)."""
     problems: list[str] = []
     answer = None
     try:
@@ -114,6 +117,8 @@ def _judge(template: Template, gold_rows: list[tuple], guard_values: tuple, unit
         problems.append(NO_EVIDENCE_ROWS)
     elif count > max_evidence_rows:
         problems.append(EVIDENCE_TOO_LARGE)
+    if flagged and any(ref.row_id in flagged.get(ref.table, ()) for ref in evidence):
+        problems.append(RESTS_ON_SOURCE_ANOMALY)
     return Evaluation(answer if not problems else None, template.unit or unit, evidence, tuple(problems))
 
 
@@ -159,7 +164,8 @@ def _load_candidates(con: duckdb.DuckDBPyConnection, template: Template, texts: 
 
 
 def _evaluate_batch(con: duckdb.DuckDBPyConnection, template: Template, n: int, wanted: int,
-                    max_evidence_rows: int) -> list[Evaluation | None]:
+                    max_evidence_rows: int, flagged: Mapping[str, frozenset[int]] | None = None
+                    ) -> list[Evaluation | None]:
     """Evaluations of candidates ``0..n-1`` in order, ``None`` past the point where ``wanted`` were accepted.
 
     Answers and guards are evaluated for the whole chunk; evidence (the costly part for population
@@ -201,7 +207,7 @@ def _evaluate_batch(con: duckdb.DuckDBPyConnection, template: Template, n: int, 
         for k in ks:
             rows = evidence[k] if counts[k] <= max_evidence_rows else []
             evaluations[k] = _judge(template, gold[k], guards[k], units[k], _evidence_rows(template, rows),
-                                    max_evidence_rows, evidence_count=counts[k])
+                                    max_evidence_rows, evidence_count=counts[k], flagged=flagged)
             accepted += evaluations[k].accepted
     last = passing[start - 1] if accepted >= wanted else n - 1
     for k in range(min(last + 1, n)):
@@ -240,7 +246,8 @@ def _task(template: Template, slots: dict[str, str], ev: Evaluation, seed: int, 
 
 def extract_template(con: duckdb.DuckDBPyConnection, template: Template, *,
                      tasks_per_template: int = DEFAULT_TASKS_PER_TEMPLATE, seed: int = 0, fingerprint: str = "",
-                     max_evidence_rows: int = DEFAULT_MAX_EVIDENCE_ROWS) -> tuple[list[Task], Counter, int]:
+                     max_evidence_rows: int = DEFAULT_MAX_EVIDENCE_ROWS,
+                     flagged: Mapping[str, frozenset[int]] | None = None) -> tuple[list[Task], Counter, int]:
     """Up to ``tasks_per_template`` clean tasks of one template, its rejections and fillings examined."""
     tasks: list[Task] = []
     rejections: Counter = Counter()
@@ -260,7 +267,7 @@ def extract_template(con: duckdb.DuckDBPyConnection, template: Template, *,
             _load_candidates(con, template, texts)
             try:
                 evaluations = _evaluate_batch(con, template, len(texts), tasks_per_template - len(tasks),
-                                              max_evidence_rows)
+                                              max_evidence_rows, flagged)
             except duckdb.Error as e:
                 raise ExtractionError(f"template {template.id!r}: batched evaluation failed: {e}") from None
             for values, ev in zip(texts, evaluations):
@@ -336,28 +343,39 @@ def extract_clean_tasks(con_or_db_path: duckdb.DuckDBPyConnection | str | Path, 
                         tasks_per_template: int = DEFAULT_TASKS_PER_TEMPLATE,
                         seed: int = 0, templates: Iterable[Template] | None = None,
                         max_evidence_rows: int = DEFAULT_MAX_EVIDENCE_ROWS,
-                        progress: Progress | None = None) -> ExtractionResult:
+                        progress: Progress | None = None,
+                        flagged: Mapping[str, frozenset[int]] | None = None) -> ExtractionResult:
     """Clean tasks from the source database: up to ``tasks_per_template`` per registered template.
 
     ``intents`` restricts the intents (default: all); ``templates`` replaces the registry (tests).
     ``progress`` receives a ``ProgressEvent`` (stage ``templates``, unit ``template``) before the
     first template and after each one, and a plain message for each intent skipped.
+    ``flagged`` (table -> row ids, ``pipeline.source_audit.flagged_row_set``): rows the source audit
+    flags; a filling whose evidence touches one is rejected (``rests_on_source_anomaly``). Default:
+    the audit's predicates are run on the database first, so clean tasks never rest on the source's
+    own anomalies; ``{}`` turns that off.
     Tasks come in intent order, then template order, then acceptance order. An intent whose tables
     are missing is skipped and named in ``result.skipped``.
     """
     if tasks_per_template < 1:
         raise ValueError("tasks_per_template must be at least 1")
     if isinstance(con_or_db_path, duckdb.DuckDBPyConnection):
-        return _extract(con_or_db_path, intents, tasks_per_template, seed, templates, max_evidence_rows, progress)
+        return _extract(con_or_db_path, intents, tasks_per_template, seed, templates, max_evidence_rows, progress,
+                        flagged)
     path = Path(con_or_db_path)
     if not path.exists():
         raise FileNotFoundError(f"source database {path} does not exist")
     with duckdb.connect(str(path), read_only=True) as con:
-        return _extract(con, intents, tasks_per_template, seed, templates, max_evidence_rows, progress)
+        return _extract(con, intents, tasks_per_template, seed, templates, max_evidence_rows, progress, flagged)
 
 
-def _extract(con, intents, tasks_per_template, seed, templates, max_evidence_rows, progress) -> ExtractionResult:
+def _extract(con, intents, tasks_per_template, seed, templates, max_evidence_rows, progress,
+             flagged=None) -> ExtractionResult:
     fingerprint = read_source_info(con).fingerprint
+    if flagged is None:
+        from pipeline.noise.anomalies import flag_rows
+
+        flagged = {t: frozenset().union(*kinds.values()) for t, kinds in flag_rows(con, present_tables(con)).items()}
     wanted = list(Intent) if intents is None else [i for i in Intent if i in {Intent(x) for x in intents}]
     pool = list(REGISTRY) if templates is None else list(templates)
     present = present_tables(con)
@@ -377,7 +395,7 @@ def _extract(con, intents, tasks_per_template, seed, templates, max_evidence_row
     for done, template in enumerate(work, 1):
         tasks, rejected, examined = extract_template(
             con, template, tasks_per_template=tasks_per_template, seed=seed, fingerprint=fingerprint,
-            max_evidence_rows=max_evidence_rows)
+            max_evidence_rows=max_evidence_rows, flagged=flagged)
         result.tasks += tasks
         result.rejections[template.id] = rejected
         result.examined[template.id] = examined

@@ -1,0 +1,60 @@
+"""The label check: every twin's accepted outcomes are the ones its record alone supports.
+
+``check_labels`` reads each task as written (a release row: question, slots, template, patch) and
+computes the facts of its database with ``pipeline.noise.record_facts``, never its noise type,
+parameters, expected status or accepted outcomes; ``pipeline.noise.status_rules`` turns the facts
+into the outcomes a careful reviewer accepts, which must be exactly the task's. A clean task must
+be answered with its own answer. The noise stage runs it as a blocking check on what it wrote, and
+the builder runs the same rules on every candidate, so a twin the check would refuse is never
+written in the first place.
+"""
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from pipeline.noise.record_facts import FactReader
+from pipeline.noise.status_rules import decide, disagreement
+from pipeline.task_model import Task
+
+
+@dataclass
+class LabelCheck:
+    checked: int = 0
+    rules: Counter = field(default_factory=Counter)  # the rule that decided, per task checked
+    problems: list[tuple[str, str]] = field(default_factory=list)  # (task id, why its outcomes are not supported)
+
+    @property
+    def passed(self) -> bool:
+        return self.checked > 0 and not self.problems
+
+
+def check_labels(db: duckdb.DuckDBPyConnection | str | Path, tasks: Iterable[Task], templates: Callable | None = None,
+                 *, flagged=None, progress: Callable[[str], None] | None = None) -> LabelCheck:
+    """Check ``tasks`` (clean tasks and twins) against the facts of their own records on ``db``."""
+    if templates is None:
+        from pipeline.templates import REGISTRY
+
+        templates = REGISTRY.get
+    if isinstance(db, duckdb.DuckDBPyConnection):
+        return _check(db, tasks, templates, flagged, progress)
+    with duckdb.connect(str(db), read_only=True) as con:
+        return _check(con, tasks, templates, flagged, progress)
+
+
+def _check(con, tasks, templates, flagged, progress) -> LabelCheck:
+    reader = FactReader(con, templates, flagged=flagged)
+    result = LabelCheck()
+    for task in tasks:
+        decision = decide(reader.facts(task))
+        result.checked += 1
+        result.rules[decision.rule] += 1
+        problem = disagreement(task, decision)
+        if problem is not None:
+            result.problems.append((task.task_id, problem))
+        if progress is not None and result.checked % 500 == 0:
+            progress(f"label check: {result.checked} tasks read")
+    return result
