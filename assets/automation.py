@@ -46,7 +46,7 @@ refresh_source_job = dg.define_asset_job(
     REFRESH_SOURCE_JOB,
     selection=dg.AssetSelection.assets(AssetName.SOURCE_DATABASE.value, AssetName.SOURCE_ANOMALIES.value,
                                        AssetName.TEMPLATE_CATALOGUE.value),
-    description="Rebuild the source database and the template catalogue; with the rebuild_downstream "
+    description="Rebuild the source database, its audit and the template catalogue; with the rebuild_downstream "
                 "automation sensor on, every later stage follows.",
 )
 

@@ -136,6 +136,7 @@ def labels_decidable(source_db, twins: list[Task], clean: dict[str, Task], flagg
 
 
 MAX_MECHANISM_SHARE = 0.40  # no error mechanism above this share of a value-level noise type's twins
+MIN_TWINS_FOR_SHARES = 50  # below this many twins of a type, a share says little (a small test build)
 MAX_SHARED_VALUE_SHARE = 0.05  # no replacement value shared by more than this share of one item's twins
 
 
@@ -145,7 +146,7 @@ def value_noise_realistic(summary: dict, level) -> dg.AssetCheckResult:
     for noise_type, by in summary["mechanisms"].items():
         total = sum(by.values())
         top, n = max(by.items(), key=lambda kv: kv[1]) if by else ("-", 0)
-        if total and n / total > MAX_MECHANISM_SHARE:
+        if total >= MIN_TWINS_FOR_SHARES and n / total > MAX_MECHANISM_SHARE:
             problems.append(f"{noise_type}: mechanism {top} is {n / total:.0%} of its twins (at most "
                             f"{MAX_MECHANISM_SHARE:.0%})")
     sharing = summary["replacement_sharing"]

@@ -5,7 +5,6 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 
-from assets.automation import REBUILD_AFTER_UPSTREAM
 from assets.gate import gate, pending_path, promote
 from assets.metadata import ROW_COUNT, code_version, distribution
 from assets.resources import ProjectPaths
@@ -88,7 +87,7 @@ AUDIT_CODE_VERSION = code_version("pipeline.noise.anomalies", "pipeline.source_a
 
 @dg.asset(name=AssetName.SOURCE_ANOMALIES.value, group_name=Group.SOURCE.value, kinds={"duckdb", "parquet"},
           code_version=AUDIT_CODE_VERSION, tags={"stage": Group.SOURCE.value},
-          deps=[AssetName.SOURCE_DATABASE.value], automation_condition=REBUILD_AFTER_UPSTREAM)
+          deps=[AssetName.SOURCE_DATABASE.value])
 def source_anomalies(context: dg.AssetExecutionContext, paths: ProjectPaths) -> dg.MaterializeResult:
     """The source's own anomalies per table (duplicates, rows outside their stay, dangling links, values outside
     physiological limits, unusual units): clean tasks never rest on a flagged row."""

@@ -87,7 +87,8 @@ def clean_tasks(context: dg.AssetExecutionContext, config: CleanTasksConfig,
     fingerprint = source_fingerprint(paths)
     result = extract_clean_tasks(paths.source_db, intents=[intent], tasks_per_template=config.tasks_per_template,
                                  seed=config.seed, max_evidence_rows=config.max_evidence_rows,
-                                 progress=reporter(context.log.info), flagged=source_flagged(paths, fingerprint))
+                                 progress=reporter(context.log.info),
+                                 flagged=source_flagged(paths, fingerprint, context.log.warning))
     skipped = result.skipped.get(intent.value)
     if skipped:
         context.log.warning(skipped)
@@ -122,15 +123,19 @@ def clean_tasks(context: dg.AssetExecutionContext, config: CleanTasksConfig,
     )
 
 
-def source_flagged(paths: ProjectPaths, fingerprint: str) -> dict[str, frozenset[int]]:
-    """The rows the source audit flags, from its files; refused when they were made from another source."""
-    if not paths.source_audit.exists() or not paths.source_flagged_rows.exists():
-        raise dg.Failure(f"no source audit at {paths.source_audit}: materialize source_anomalies first")
-    audit = read_audit(paths.source_audit)
-    if audit.fingerprint != fingerprint:
-        raise dg.Failure(f"the source audit at {paths.source_audit} was made from another source database "
-                         f"({audit.fingerprint[:12]}, not {fingerprint[:12]}): materialize source_anomalies again")
-    return flagged_row_set(read_flagged(paths.source_flagged_rows))
+def source_flagged(paths: ProjectPaths, fingerprint: str, warn) -> dict[str, frozenset[int]] | None:
+    """The rows the source audit flags, from its files; None (the extraction runs the audit's predicates
+    itself) when there is no audit of this source yet."""
+    if paths.source_audit.exists() and paths.source_flagged_rows.exists():
+        audit = read_audit(paths.source_audit)
+        if audit.fingerprint == fingerprint:
+            return flagged_row_set(read_flagged(paths.source_flagged_rows))
+        warn(f"the source audit at {paths.source_audit} was made from another source database; the clean tasks "
+             f"are checked against the source's anomalies directly (materialize source_anomalies to see them)")
+    else:
+        warn(f"no source audit at {paths.source_audit}: the clean tasks are checked against the source's "
+             f"anomalies directly (materialize source_anomalies to see them)")
+    return None
 
 
 ASSETS = [template_catalogue, clean_tasks]

@@ -65,12 +65,12 @@ def recheck_twin(con: duckdb.DuckDBPyConnection, clean: Task, twin: Task, templa
         params = {p.name: p.value for p in twin.noise_params}
         slots = {s.name: s.value for s in clean.slots}
         found: list[AnswerValue] = []
-        for referent in params.get("referents", "").split("|"):
-            answer = _answer(con, clean, template.render_sql({**slots, params["slot"]: referent}), decimals)
+        for reading in params.get("readings", "").split("|"):
+            answer = _answer(con, clean, template.render_sql({**slots, params["slot"]: reading}), decimals)
             if answer is not None and not any(answers_match(clean.answer_type, a, answer, tolerance=clean.tolerance)
                                               for a in found):
                 found.append(answer)
-        problem = None if len(found) >= 2 else f"the referents give {len(found)} distinct answer(s), not 2 or more"
+        problem = None if len(found) >= 2 else f"the readings give {len(found)} distinct answer(s), not 2 or more"
     else:
         answer = _answer(con, clean, twin.gold_sql, decimals)
         finds_nothing = answer is None or answer.number == 0 or answer.boolean is False

@@ -47,6 +47,7 @@ def evaluator():
 
 def test_a_refreshed_source_requests_every_intent_and_nothing_further_yet(evaluator):
     evaluator.materialized(AssetName.SOURCE_DATABASE.value)
+    evaluator.materialized(AssetName.SOURCE_ANOMALIES.value)  # the refresh job builds it with the source
     evaluator.materialized(AssetName.TEMPLATE_CATALOGUE.value)
     assert evaluator.requested() == {CLEAN: {i.value for i in Intent}}
     # Requested once: the same refresh does not request the intents again.
@@ -55,6 +56,7 @@ def test_a_refreshed_source_requests_every_intent_and_nothing_further_yet(evalua
 
 def test_noise_waits_for_the_last_intent_then_every_level_is_requested(evaluator):
     evaluator.materialized(AssetName.SOURCE_DATABASE.value)
+    evaluator.materialized(AssetName.SOURCE_ANOMALIES.value)  # the refresh job builds it with the source
     evaluator.materialized(AssetName.TEMPLATE_CATALOGUE.value)
     evaluator.requested()
     intents = [i.value for i in Intent]
@@ -71,6 +73,7 @@ def test_noise_waits_for_the_last_intent_then_every_level_is_requested(evaluator
 
 def test_a_failed_intent_stops_the_noise_stage_until_it_is_rebuilt(evaluator, tmp_path):
     evaluator.materialized(AssetName.SOURCE_DATABASE.value)
+    evaluator.materialized(AssetName.SOURCE_ANOMALIES.value)  # the refresh job builds it with the source
     evaluator.materialized(AssetName.TEMPLATE_CATALOGUE.value)
     evaluator.requested()
     intents = [i.value for i in Intent]
@@ -103,6 +106,6 @@ def test_the_schedule_launches_the_refresh_source_asset_job_and_it_materializes_
                                     tags=request.tags)
     assert result.success
     assert {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()} == {
-        AssetName.SOURCE_DATABASE.value, AssetName.TEMPLATE_CATALOGUE.value}
+        AssetName.SOURCE_DATABASE.value, AssetName.SOURCE_ANOMALIES.value, AssetName.TEMPLATE_CATALOGUE.value}
     assert result.dagster_run.tags["robustgym/trigger"] == "schedule"
     assert (tmp_path / "data" / "source.duckdb").exists()

@@ -39,13 +39,15 @@ def test_the_code_location_wiring_is_what_review_expects():
     repo = defs.get_repository_def()
     graph = repo.asset_graph
     assert {k.to_user_string(): graph.get(k).group_name for k in graph.get_all_asset_keys()} == {
-        "source_database": "source", "template_catalogue": "templates", "clean_tasks": "templates",
+        "source_database": "source", "source_anomalies": "source", "template_catalogue": "templates",
+        "clean_tasks": "templates",
         "noise_pairs": "noise", "release_candidate": "release", "release": "release"}
     assert sorted(f"{c.asset_key.to_user_string()}.{c.name}" for c in graph.asset_check_keys) == [
         "clean_tasks.answers_reexecute", "clean_tasks.both_levels_present", "clean_tasks.clean_tasks_contract",
         "clean_tasks.every_template_yields_tasks", "clean_tasks.task_ids_unique",
-        "noise_pairs.every_noise_type_built", "noise_pairs.mix_within_tolerance", "noise_pairs.noisy_twins_contract",
-        "noise_pairs.pairs_contract", "noise_pairs.twins_proven", "noise_pairs.twins_recheck",
+        "noise_pairs.every_noise_type_built", "noise_pairs.labels_decidable", "noise_pairs.mix_within_tolerance",
+        "noise_pairs.noisy_twins_contract", "noise_pairs.pairs_contract", "noise_pairs.twins_proven",
+        "noise_pairs.twins_recheck", "noise_pairs.value_noise_realistic",
         "release.release_reads_back", "release_candidate.clean_tasks_contract",
         "release_candidate.noisy_twins_contract", "release_candidate.pairs_contract",
         "release_candidate.release_splits_contract", "source_database.source_tables_contract",
@@ -92,4 +94,5 @@ def test_the_schedule_and_sensors_ship_stopped_and_launch_a_real_asset_job():
     assert rebuild_downstream.default_status is dg.DefaultSensorStatus.STOPPED
     job = defs.resolve_job_def(schedule.job_name)
     assert job.name == mimic_source_changed.job_name == "refresh_source"
-    assert job.asset_layer.executable_asset_keys == {dg.AssetKey("source_database"), dg.AssetKey("template_catalogue")}
+    assert job.asset_layer.executable_asset_keys == {dg.AssetKey("source_database"), dg.AssetKey("source_anomalies"),
+                                                     dg.AssetKey("template_catalogue")}

@@ -49,7 +49,8 @@ def test_the_asset_is_in_the_noise_group_partitioned_by_level_after_the_clean_ta
     assert spec.key.to_user_string() == AssetName.NOISE_PAIRS.value and spec.group_name == Group.NOISE.value
     assert set(noise_pairs.partitions_def.get_partition_keys()) == {lv.value for lv in NoiseLevel}
     assert {d.asset_key.to_user_string() for d in spec.deps} == {AssetName.CLEAN_TASKS.value,
-                                                                 AssetName.SOURCE_DATABASE.value}
+                                                                 AssetName.SOURCE_DATABASE.value,
+                                                                 AssetName.SOURCE_ANOMALIES.value}
 
 
 @pytest.mark.parametrize("level", list(NoiseLevel), ids=str)

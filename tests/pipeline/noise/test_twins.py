@@ -124,7 +124,7 @@ def _referents_disagree(con, clean, twin, params):
     template = REGISTRY.get(twin.template_id)
     slots = {s.name: s.value for s in clean.slots}
     answers = []
-    for referent in params["referents"].split("|"):
+    for referent in params["readings"].split("|"):
         answer = _answer(con, clean, template.render_sql({**slots, params["slot"]: referent}))
         if answer is not None and not any(answers_match(clean.answer_type, a, answer, tolerance=clean.tolerance)
                                           for a in answers):
@@ -171,7 +171,8 @@ def test_an_ambiguous_admission_names_no_admission_id(built):
         pytest.skip("no admission-reference twin among the sampled tasks")
     for clean, twin in by_admission:
         hadm = {s.name: s.value for s in clean.slots}["hadm_id"]
-        assert hadm in clean.question and hadm not in twin.question and "the hospital admission" in twin.question
+        assert hadm in clean.question and hadm not in twin.question and "hospital admission" in twin.question
+        assert "'s the " not in twin.question, twin.question
 
 
 def test_every_twin_names_its_clean_task_and_states_accepted_outcomes_containing_the_expected_one(built):

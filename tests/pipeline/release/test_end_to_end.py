@@ -12,7 +12,7 @@ from pipeline.release import build_release
 from pipeline.release.task_files import sha256_file
 from pipeline.vocabulary import NoiseType, Split
 
-TARGET_TWINS = 60
+TARGET_TWINS = 150  # enough groups that every split gets some (splits are drawn per patient and group)
 
 
 def _noise_shares(config) -> dict[str, float]:
@@ -25,7 +25,7 @@ def _upstream(db):
     from pipeline.templates.extract import extract_clean_tasks
 
     config = NoiseConfig(target_pairs=TARGET_TWINS)
-    clean = extract_clean_tasks(db, tasks_per_template=1, seed=0).tasks
+    clean = extract_clean_tasks(db, tasks_per_template=2, seed=0).tasks
     twins = build_pairs(db, clean, config, seed=0).twins
     named = {t.clean_task_id for t in twins}
     return [t for t in clean if t.task_id in named] + list(twins), _noise_shares(config)
@@ -36,7 +36,7 @@ def built(request, tmp_path_factory):
     db = request.getfixturevalue(request.param)
     tasks, shares = _upstream(db)
     result = build_release(tasks, source_db=db, version="1.0.0", releases_dir=tmp_path_factory.mktemp("releases"),
-                           seed=0, config={"tasks_per_template": 1, "target_pairs": TARGET_TWINS},
+                           seed=0, config={"tasks_per_template": 2, "target_pairs": TARGET_TWINS},
                            noise_shares=shares)
     return request.param, db, tasks, shares, result
 

@@ -13,6 +13,7 @@ from pipeline.patching import patched
 from pipeline.source_db import read_source_info
 from pipeline.task_model import AddedRow, ColumnValue, Outcome, Patch, ValueChange, tasks_from_arrow, tasks_to_arrow
 from pipeline.templates import REGISTRY, evaluate_slots, extract_clean_tasks, extract_template
+from pipeline.templates.extract import RESTS_ON_SOURCE_ANOMALY
 from pipeline.vocabulary import Intent, Level, SlotKind, Status, Variant
 
 PER_TEMPLATE = 6  # small: every task's gold SQL is re-executed one by one below
@@ -51,7 +52,11 @@ def test_every_template_yields_tasks(source, request):
     result = request.getfixturevalue(source)
     per_template = Counter(t.template_id for t in result.tasks)
     assert result.skipped == {}
-    assert [t.id for t in REGISTRY if per_template[t.id] == 0] == []
+    # A population template whose every cohort touches a row the source audit flags (the demo's
+    # reconstructed chartevents repeats keys) yields nothing: rightly, and it says why.
+    barren = [t.id for t in REGISTRY if per_template[t.id] == 0]
+    assert [i for i in barren if not result.rejections[i][RESTS_ON_SOURCE_ANOMALY]] == []
+    assert len(barren) <= 2, barren
 
 
 @pytest.mark.parametrize("source,db", [("demo_result", "demo_full_db"), ("synthetic_result", "synthetic_db")])
@@ -75,6 +80,8 @@ def test_each_intent_has_tasks_at_both_levels(source, request):
 
 def test_evidence_and_unit_re_evaluate_for_the_first_task_of_every_template(demo_result, demo_con):
     for template in REGISTRY:
+        if not any(t.template_id == template.id for t in demo_result.tasks):
+            continue  # every filling rests on a source anomaly (test_every_template_yields_tasks)
         task = first_task(demo_result, template.id)
         again = evaluate_slots(demo_con, template, slots_of(task))
         assert (again.answer, again.unit, again.evidence) == (task.answer, task.unit, task.evidence), template.id
