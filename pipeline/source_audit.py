@@ -81,7 +81,7 @@ class SourceAudit:
 
     def to_dict(self) -> dict:
         return {"fingerprint": self.fingerprint, "rows_flagged": self.rows_flagged, "by_kind": self.by_kind(),
-                "counts": [asdict(c) for c in self.counts], "rows_checked": self.rows_checked,
+                "counts": [{**asdict(c), "status": c.status} for c in self.counts], "rows_checked": self.rows_checked,
                 "lossy_inputs": [asdict(i) for i in self.lossy_inputs], "integrity": self.integrity}
 
     @classmethod

@@ -415,7 +415,8 @@ def source_section(data: CardData) -> str:
         parts.append("No source audit was recorded for this release.")
         return "\n\n".join(parts)
     noise = m.get("noise") or {}
-    left_out = sum(level.get("clean_tasks_left_out", 0) for level in noise.get("levels", []))
+    # Every level reads the same clean tasks: the count is the build's, not a sum over levels.
+    left_out = max((level.get("clean_tasks_left_out", 0) for level in noise.get("levels", [])), default=0)
     parts.append(
         f"Real records carry their own errors. Before any noise, the source was audited with the same "
         f"predicates that label the twins (`pipeline/noise/anomalies.py`): {audit['rows_flagged']:,} rows "
@@ -456,10 +457,13 @@ def noise_making_section(data: CardData) -> str | None:
         rows = [[_code(t), _code(m), str(n), f"{n / sum(by.values()):.0%}"]
                 for t, by in mechanisms.items() for m, n in sorted(by.items(), key=lambda kv: -kv[1])]
         worst = max((lv.get("replacement_sharing", {}).get("worst_share", 0.0) for lv in levels), default=0.0)
-        parts.append("**Value noise from real error mechanisms**, each kept only outside the item's "
-                     "physiological limits (so outside everything the source shows unflagged). No mechanism "
-                     "may exceed 40% of a type's twins, and no replacement value may recur in more than 5% of "
-                     f"one item's twins (largest here: {worst:.0%}):\n\n"
+        parts.append("**How each twin was made.** Missing evidence is mostly results that never came back "
+                     "(`not_resulted`: the rows stay without values) and otherwise rows absent; implausible "
+                     "values come from real charting error mechanisms, each kept only outside the item's "
+                     "physiological limits (so outside everything the source shows unflagged); a unit "
+                     "mismatch's mechanism is the kind of unit confusion. No value mechanism may exceed 40% "
+                     "of its type's twins, and no replacement value may recur in more than 5% of one item's "
+                     f"twins (largest here: {worst:.0%}):\n\n"
                      + _table(["noise type", "mechanism", "twins", "share"], rows, ["---", "---", "---:", "---:"]))
     made_up = noise.get("made_up") or {}
     per_split = made_up.get("per_split") or {}

@@ -116,3 +116,45 @@ def noise_counts_markdown(counts: dict) -> str:
         c = by_type[noise]
         lines.append(f"| {noise} | " + " | ".join(str(c[s]) for s in splits) + f" | {sum(c.values())} |")
     return "\n".join(lines)
+
+
+def provenance_lines(manifest: dict) -> list[str]:
+    """What the build found, in a few lines: lossy inputs, the source's own anomalies, clean tasks left
+    out, how the noise was made (labels, mechanisms, made-up pools) and what the reference agents solve."""
+    lines = [f"LOSSY INPUT {i['path']}: {i['what']}" for i in manifest.get("lossy_inputs") or []]
+    audit = manifest.get("source_audit")
+    noise = manifest.get("noise") or {}
+    levels = noise.get("levels") or []
+    if audit:
+        kinds = ", ".join(f"{k} {n:,}" for k, n in audit["by_kind"].items()) or "none"
+        lines.append(f"source audit: {audit['rows_flagged']:,} of {sum(audit['rows_checked'].values()):,} rows "
+                     f"flagged ({kinds})")
+    left_out = max((level.get("clean_tasks_left_out", 0) for level in levels), default=0)  # the build's, per level
+    undecidable = sum(level.get("label_not_decidable", 0) for level in levels)
+    if levels:
+        lines.append(f"labels: every twin's outcomes follow from its own record; {undecidable} candidate(s) "
+                     f"dropped as not decidable; {left_out} clean task(s) left out (their record does not "
+                     f"support their answer)")
+    for level in levels:
+        for noise_type, by in level.get("mechanisms", {}).items():
+            total = sum(by.values())
+            shares = ", ".join(f"{m} {n / total:.0%}" for m, n in by.items())
+            lines.append(f"{noise_type} mechanisms: {shares}")
+        sharing = level.get("replacement_sharing") or {}
+        if level.get("level") == "value" and sharing:
+            lines.append(f"implausible replacement values repeated within an item: "
+                         f"{sharing.get('values_repeated_within_an_item', 0)}")
+    made_up = noise.get("made_up") or {}
+    if made_up.get("per_split"):
+        pools = "; ".join(f"{split} {sum(kinds.values())}" for split, kinds in made_up["per_split"].items())
+        lines.append(f"made-up names and ids per split: {pools}; validation/test values also in train: "
+                     f"{made_up.get('held_out_also_in_train', 0)}")
+    for level in levels:
+        for agent, cells in (level.get("difficulty") or {}).get("agents", {}).items():
+            by_type: dict[str, list[int]] = {}
+            for c in cells:
+                got = by_type.setdefault(c["noise_type"], [0, 0])
+                got[0] += c["correct"]
+                got[1] += c["twins"]
+            lines.append(f"{agent} agent solves: " + ", ".join(f"{t} {c}/{n}" for t, (c, n) in by_type.items()))
+    return lines

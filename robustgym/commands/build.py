@@ -158,7 +158,7 @@ def _run_locked(args: argparse.Namespace, defs=None) -> int:
     from assets.release.rebuild import config_fields, run_graph
     from assets.resources import ProjectPaths
     from pipeline.vocabulary import AssetName
-    from pipeline.release.manifest import counts_markdown, noise_counts_markdown, read_manifest
+    from pipeline.release.manifest import counts_markdown, noise_counts_markdown, provenance_lines, read_manifest
 
     if defs is None:
         from assets.definitions import defs
@@ -196,6 +196,9 @@ def _run_locked(args: argparse.Namespace, defs=None) -> int:
     print(counts_markdown(counts))
     print()
     print(noise_counts_markdown(counts))
+    print()
+    for line in provenance_lines(manifest):
+        print(line)
     print()
     reused = published.metadata.get("reused") == "True"
     unchanged = " (unchanged: identical to the published one)" if reused else ""

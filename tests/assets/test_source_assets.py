@@ -78,3 +78,28 @@ def test_outputs_built_on_another_source_are_removed_and_current_ones_kept(tmp_p
     assert sorted(p.name for p in paths.clean_tasks_dir.iterdir()) == ["catalogue.json", "laboratory.parquet"]
     assert not candidate.exists()
     assert remove_outputs_of_other_sources(paths, "new") == []
+
+
+def test_the_source_audit_profiles_the_demos_own_anomalies_and_names_the_reconstruction(
+        tmp_path, demo_full_db):
+    """The natural-noise audit: counts per table and kind with examples, a chart, and the lossy input named."""
+    from assets.source.assets import source_anomalies
+    from pipeline.source_audit import read_audit, read_flagged
+
+    paths = ProjectPaths(data_dir=str(tmp_path / "data"))
+    paths.data.mkdir(parents=True)
+    import shutil
+
+    shutil.copyfile(demo_full_db, paths.source_db)
+    result = dg.materialize([source_anomalies], resources={"paths": paths})
+    assert result.success
+    (mat,) = result.asset_materializations_for_node("source_anomalies")
+    meta = mat.metadata
+    rows = {(r.data["table"], r.data["anomaly"]): r.data["rows"] for r in meta["flagged_per_table_and_kind"].records}
+    assert rows[("chartevents", "outside_encounter")] == 2991
+    assert "icu/chartevents.csv.gz" in meta["lossy_inputs"].value and "LOSSY" in meta["lossy_inputs"].value
+    assert meta["dagster/row_count"].value == sum(rows.values())
+    assert paths.source_flagged_rows.exists() and (paths.data / "source_anomalies.png").stat().st_size > 0
+    audit = read_audit(paths.source_audit)
+    flagged = read_flagged(paths.source_flagged_rows)
+    assert audit.rows_flagged == sum(len(ids) for kinds in flagged.values() for ids in kinds.values())
