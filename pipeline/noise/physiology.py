@@ -3,15 +3,14 @@
 Each ``MeasuredItem`` names the MIMIC-IV items it covers (``(table, item)`` where the item is the
 row's ``itemid``, or ``result_name`` in ``omr``; ``column:<name>`` for a table whose column is the
 measure itself, such as ``patients.anchor_age``), the unit MIMIC-IV records it in, the range a living
-patient can physiologically show (wide on purpose: it bounds possibility, not normality), values that
-are impossible (what ``implausible_value`` writes) and conversions to other units (what
-``unit_mismatch`` writes: the value converted, the unit column relabelled, so converting back
-restores the clean value).
+patient can physiologically show (wide on purpose: it bounds possibility, not normality; a value
+outside it is what ``implausible_value`` must produce and what the label check and the source audit
+call ``outside_limits``) and conversions to other units (what ``unit_mismatch`` writes: the value
+converted, the unit column relabelled, so converting back restores the clean value; and what an
+``implausible_value`` of mechanism ``unit_scale`` writes without relabelling).
 
-Items not listed fall back to two data-driven rules, both documented in docs/architecture.md:
-an item never recorded below zero in the database gets a negative value (a negative concentration,
-volume or count is impossible), and a unit listed in ``UNIT_CONVERSIONS`` converts the same way
-whatever the item (mL to L, mg to g, ...).
+Items not listed get no implausible twin (nothing is surely impossible for them); their units
+convert by ``UNIT_CONVERSIONS`` (mL to L, mg to g, ...), the same way whatever the item.
 """
 
 import math
@@ -39,7 +38,6 @@ class MeasuredItem:
     items: tuple[tuple[str, str], ...]  # (table, itemid or omr result_name)
     unit: str | None
     plausible: tuple[float, float]
-    impossible: tuple[float, ...]
     conversions: tuple[Conversion, ...] = ()
 
 
@@ -57,89 +55,87 @@ PERCENT_FRACTION = C("fraction", 0.01)
 
 MEASURED_ITEMS: tuple[MeasuredItem, ...] = (
     # ------------------------------------------------------------ laboratory (labevents)
-    MeasuredItem("potassium", _lab(50971, 50822), "mEq/L", (1.0, 12.0), (-4.1, 45.0, 410.0),
+    MeasuredItem("potassium", _lab(50971, 50822), "mEq/L", (1.0, 12.0),
                  (C("mg/dL", 3.9098),)),
-    MeasuredItem("sodium", _lab(50983, 50824), "mEq/L", (90.0, 200.0), (-140.0, 1400.0, 14.0),
+    MeasuredItem("sodium", _lab(50983, 50824), "mEq/L", (90.0, 200.0),
                  (C("mg/dL", 2.2990),)),
-    MeasuredItem("chloride", _lab(50902, 50806), "mEq/L", (50.0, 170.0), (-100.0, 1000.0),
+    MeasuredItem("chloride", _lab(50902, 50806), "mEq/L", (50.0, 170.0),
                  (C("mg/dL", 3.5453),)),
-    MeasuredItem("bicarbonate", _lab(50882, 50804, 50803), "mEq/L", (1.0, 70.0), (-24.0, 420.0),
+    MeasuredItem("bicarbonate", _lab(50882, 50804, 50803), "mEq/L", (1.0, 70.0),
                  (C("mg/dL", 6.1017),)),
-    MeasuredItem("creatinine", _lab(50912), "mg/dL", (0.05, 30.0), (-1.1, 250.0),
+    MeasuredItem("creatinine", _lab(50912), "mg/dL", (0.05, 30.0),
                  (C("umol/L", 88.42),)),
-    MeasuredItem("urea nitrogen", _lab(51006), "mg/dL", (0.5, 350.0), (-20.0, 4000.0),
+    MeasuredItem("urea nitrogen", _lab(51006), "mg/dL", (0.5, 350.0),
                  (C("mmol/L", 0.357),)),
-    MeasuredItem("glucose", _lab(50931, 50809), "mg/dL", (5.0, 3000.0), (-110.0, 42000.0),
+    MeasuredItem("glucose", _lab(50931, 50809), "mg/dL", (5.0, 3000.0),
                  (C("mmol/L", 0.0555),)),
-    MeasuredItem("hemoglobin", _lab(51222, 50811), "g/dL", (1.0, 26.0), (-12.0, 180.0),
+    MeasuredItem("hemoglobin", _lab(51222, 50811), "g/dL", (1.0, 26.0),
                  (C("g/L", 10.0), C("mmol/L", 0.6206))),
-    MeasuredItem("hematocrit", _lab(51221, 50810), "%", (3.0, 85.0), (-30.0, 180.0), (PERCENT_FRACTION,)),
-    MeasuredItem("platelets", _lab(51265), "K/uL", (0.5, 3000.0), (-150.0, 95000.0), (C("/uL", 1000.0),)),
-    MeasuredItem("white blood cells", _lab(51301), "K/uL", (0.01, 900.0), (-8.0, 25000.0), (C("/uL", 1000.0),)),
-    MeasuredItem("red blood cells", _lab(51279), "m/uL", (0.3, 10.0), (-4.0, 95.0)),
-    MeasuredItem("magnesium", _lab(50960), "mg/dL", (0.2, 20.0), (-2.0, 210.0), (C("mmol/L", 0.4114),)),
-    MeasuredItem("calcium", _lab(50893), "mg/dL", (1.5, 25.0), (-9.0, 310.0), (C("mmol/L", 0.2495),)),
-    MeasuredItem("free calcium", _lab(50808), "mmol/L", (0.2, 5.0), (-1.1, 55.0), (C("mg/dL", 4.008),)),
-    MeasuredItem("phosphate", _lab(50970), "mg/dL", (0.2, 25.0), (-3.5, 260.0), (C("mmol/L", 0.3229),)),
-    MeasuredItem("lactate", _lab(50813), "mmol/L", (0.05, 40.0), (-2.0, 480.0), (C("mg/dL", 9.009),)),
-    MeasuredItem("albumin", _lab(50862), "g/dL", (0.3, 8.0), (-3.5, 95.0), (C("g/L", 10.0),)),
-    MeasuredItem("total bilirubin", _lab(50885), "mg/dL", (0.01, 80.0), (-1.0, 900.0), (C("umol/L", 17.104),)),
-    MeasuredItem("aminotransferases", _lab(50861, 50878), "IU/L", (1.0, 40000.0), (-35.0, 900000.0),
+    MeasuredItem("hematocrit", _lab(51221, 50810), "%", (3.0, 85.0), (PERCENT_FRACTION,)),
+    MeasuredItem("platelets", _lab(51265), "K/uL", (0.5, 3000.0), (C("/uL", 1000.0),)),
+    MeasuredItem("white blood cells", _lab(51301), "K/uL", (0.01, 900.0), (C("/uL", 1000.0),)),
+    MeasuredItem("red blood cells", _lab(51279), "m/uL", (0.3, 10.0)),
+    MeasuredItem("magnesium", _lab(50960), "mg/dL", (0.2, 20.0), (C("mmol/L", 0.4114),)),
+    MeasuredItem("calcium", _lab(50893), "mg/dL", (1.5, 25.0), (C("mmol/L", 0.2495),)),
+    MeasuredItem("free calcium", _lab(50808), "mmol/L", (0.2, 5.0), (C("mg/dL", 4.008),)),
+    MeasuredItem("phosphate", _lab(50970), "mg/dL", (0.2, 25.0), (C("mmol/L", 0.3229),)),
+    MeasuredItem("lactate", _lab(50813), "mmol/L", (0.05, 40.0), (C("mg/dL", 9.009),)),
+    MeasuredItem("albumin", _lab(50862), "g/dL", (0.3, 8.0), (C("g/L", 10.0),)),
+    MeasuredItem("total bilirubin", _lab(50885), "mg/dL", (0.01, 80.0), (C("umol/L", 17.104),)),
+    MeasuredItem("aminotransferases", _lab(50861, 50878), "IU/L", (1.0, 40000.0),
                  (C("ukat/L", 0.016667),)),
-    MeasuredItem("alkaline phosphatase", _lab(50863), "IU/L", (2.0, 10000.0), (-90.0, 500000.0),
+    MeasuredItem("alkaline phosphatase", _lab(50863), "IU/L", (2.0, 10000.0),
                  (C("ukat/L", 0.016667),)),
-    MeasuredItem("lactate dehydrogenase", _lab(50954), "IU/L", (20.0, 60000.0), (-200.0, 2000000.0),
+    MeasuredItem("lactate dehydrogenase", _lab(50954), "IU/L", (20.0, 60000.0),
                  (C("ukat/L", 0.016667),)),
-    MeasuredItem("anion gap", _lab(50868), "mEq/L", (-15.0, 80.0), (-400.0, 900.0)),
-    MeasuredItem("blood pH", _lab(50820), "units", (6.3, 8.0), (14.9, -1.0, 73.0)),
-    MeasuredItem("pCO2", _lab(50818), "mm Hg", (5.0, 250.0), (-40.0, 4000.0), (MMHG_KPA,)),
-    MeasuredItem("pO2", _lab(50821), "mm Hg", (5.0, 800.0), (-80.0, 9000.0), (MMHG_KPA,)),
-    MeasuredItem("INR", _lab(51237), None, (0.3, 30.0), (-1.2, 400.0)),
-    MeasuredItem("clotting times", _lab(51274, 51275), "sec", (3.0, 300.0), (-12.0, 90000.0),
+    MeasuredItem("anion gap", _lab(50868), "mEq/L", (-15.0, 80.0)),
+    MeasuredItem("blood pH", _lab(50820), "units", (6.3, 8.0)),
+    MeasuredItem("pCO2", _lab(50818), "mm Hg", (5.0, 250.0), (MMHG_KPA,)),
+    MeasuredItem("pO2", _lab(50821), "mm Hg", (5.0, 800.0), (MMHG_KPA,)),
+    MeasuredItem("INR", _lab(51237), None, (0.3, 30.0)),
+    MeasuredItem("clotting times", _lab(51274, 51275), "sec", (3.0, 300.0),
                  (C("min", 1 / 60),)),
-    MeasuredItem("red cell indices", _lab(51250, 52172), "fL", (30.0, 200.0), (-90.0, 5000.0)),
+    MeasuredItem("red cell indices", _lab(51250, 52172), "fL", (30.0, 200.0)),
     MeasuredItem("differential percentages",
                  _lab(51256, 51244, 51254, 51200, 51146, 51143, 51144, 51251, 51255, 51277),
-                 "%", (0.0, 100.0), (180.0, -20.0, 350.0), (PERCENT_FRACTION,)),
+                 "%", (0.0, 100.0), (PERCENT_FRACTION,)),
     # ------------------------------------------------------------ vitals (chartevents)
-    MeasuredItem("heart rate", _chart(220045), "bpm", (0.0, 350.0), (10000.0, -72.0, 1200.0)),
-    MeasuredItem("respiratory rate", _chart(220210, 224690, 224689, 224688), "insp/min", (0.0, 120.0),
-                 (-16.0, 900.0, 4000.0)),
-    MeasuredItem("oxygen saturation", _chart(220277, 220227), "%", (0.0, 100.0), (180.0, -5.0, 250.0),
+    MeasuredItem("heart rate", _chart(220045), "bpm", (0.0, 350.0)),
+    MeasuredItem("respiratory rate", _chart(220210, 224690, 224689, 224688), "insp/min", (0.0, 120.0)),
+    MeasuredItem("oxygen saturation", _chart(220277, 220227), "%", (0.0, 100.0),
                  (PERCENT_FRACTION,)),
     MeasuredItem("blood pressure", _chart(220179, 220180, 220181, 220050, 220051, 220052), "mmHg",
-                 (0.0, 400.0), (-120.0, 3000.0, 1200.0), (MMHG_KPA, C("cmH2O", 1.35951))),
-    MeasuredItem("central venous pressure", _chart(220074), "mmHg", (-20.0, 80.0), (-400.0, 2500.0), (MMHG_KPA,)),
-    MeasuredItem("temperature fahrenheit", _chart(223761), "°F", (68.0, 115.0), (212.0, -40.0, 986.0),
+                 (0.0, 400.0), (MMHG_KPA, C("cmH2O", 1.35951))),
+    MeasuredItem("central venous pressure", _chart(220074), "mmHg", (-20.0, 80.0), (MMHG_KPA,)),
+    MeasuredItem("temperature fahrenheit", _chart(223761), "°F", (68.0, 115.0),
                  (C("°C", 5 / 9, -32 * 5 / 9),)),
-    MeasuredItem("temperature celsius", _chart(223762), "°C", (20.0, 46.0), (98.6, -12.0, 370.0),
+    MeasuredItem("temperature celsius", _chart(223762), "°C", (20.0, 46.0),
                  (C("°F", 1.8, 32.0),)),
-    MeasuredItem("body weight", _chart(224639, 226512, 226846), "kg", (0.3, 650.0), (-70.0, 7000.0),
+    MeasuredItem("body weight", _chart(224639, 226512, 226846), "kg", (0.3, 650.0),
                  (C("lb", 2.20462),)),
-    MeasuredItem("height", _chart(226730), "cm", (20.0, 275.0), (-170.0, 1700.0), (C("in", 0.393701),)),
-    MeasuredItem("height in inches", _chart(226707), "Inch", (8.0, 108.0), (-66.0, 660.0), (C("cm", 2.54),)),
-    MeasuredItem("finger-stick glucose", _chart(225664, 220621, 226537), None, (5.0, 3000.0),
-                 (-110.0, 42000.0), (C("mmol/L", 0.0555),)),
-    MeasuredItem("inspired oxygen fraction", _chart(223835), None, (21.0, 100.0), (250.0, -10.0, 3.0)),
-    MeasuredItem("PEEP", _chart(220339), "cmH2O", (0.0, 50.0), (-15.0, 600.0), (C("mmHg", 0.73556),)),
-    MeasuredItem("tidal volume", _chart(224685, 224684, 224686), "mL", (0.0, 4000.0), (-450.0, 90000.0),
+    MeasuredItem("height", _chart(226730), "cm", (20.0, 275.0), (C("in", 0.393701),)),
+    MeasuredItem("height in inches", _chart(226707), "Inch", (8.0, 108.0), (C("cm", 2.54),)),
+    MeasuredItem("finger-stick glucose", _chart(225664, 220621, 226537), "mg/dL", (5.0, 3000.0), (C("mmol/L", 0.0555),)),
+    MeasuredItem("inspired oxygen fraction", _chart(223835), None, (21.0, 100.0)),
+    MeasuredItem("PEEP", _chart(220339), "cmH2O", (0.0, 50.0), (C("mmHg", 0.73556),)),
+    MeasuredItem("tidal volume", _chart(224685, 224684, 224686), "mL", (0.0, 4000.0),
                  (C("L", 0.001),)),
-    MeasuredItem("minute volume", _chart(224687), "L/min", (0.0, 80.0), (-8.0, 2500.0), (C("mL/min", 1000.0),)),
-    MeasuredItem("GCS eye", _chart(220739), None, (1.0, 4.0), (9.0, -2.0, 40.0)),
-    MeasuredItem("GCS verbal", _chart(223900), None, (1.0, 5.0), (11.0, -2.0, 50.0)),
-    MeasuredItem("GCS motor", _chart(223901), None, (1.0, 6.0), (13.0, -2.0, 60.0)),
-    MeasuredItem("pain level", _chart(223791), None, (0.0, 10.0), (45.0, -3.0)),
+    MeasuredItem("minute volume", _chart(224687), "L/min", (0.0, 80.0), (C("mL/min", 1000.0),)),
+    MeasuredItem("GCS eye", _chart(220739), None, (1.0, 4.0)),
+    MeasuredItem("GCS verbal", _chart(223900), None, (1.0, 5.0)),
+    MeasuredItem("GCS motor", _chart(223901), None, (1.0, 6.0)),
+    MeasuredItem("pain level", _chart(223791), None, (0.0, 10.0)),
     # ------------------------------------------------------------ columns that are the measure themselves
-    MeasuredItem("age", (("patients", "column:anchor_age"),), "years", (0.0, 125.0), (-7.0, 250.0, 1000.0),
+    MeasuredItem("age", (("patients", "column:anchor_age"),), "years", (0.0, 125.0),
                  (C("months", 12.0),)),
-    MeasuredItem("ICU length of stay", (("icustays", "column:los"),), "days", (0.0, 1000.0), (-3.0, 20000.0),
+    MeasuredItem("ICU length of stay", (("icustays", "column:los"),), "days", (0.0, 1000.0),
                  (C("hours", 24.0),)),
     # ------------------------------------------------------------ outside the ICU (omr: no unit column)
-    MeasuredItem("weight in pounds", (("omr", "Weight (Lbs)"),), "lb", (0.7, 1400.0), (-180.0, 18000.0),
+    MeasuredItem("weight in pounds", (("omr", "Weight (Lbs)"),), "lb", (0.7, 1400.0),
                  (C("kg", 0.453592),)),
-    MeasuredItem("height in inches (omr)", (("omr", "Height (Inches)"),), "in", (8.0, 108.0), (-66.0, 660.0),
+    MeasuredItem("height in inches (omr)", (("omr", "Height (Inches)"),), "in", (8.0, 108.0),
                  (C("cm", 2.54),)),
-    MeasuredItem("body mass index", (("omr", "BMI (kg/m2)"),), "kg/m2", (5.0, 200.0), (-27.0, 2700.0)),
+    MeasuredItem("body mass index", (("omr", "BMI (kg/m2)"),), "kg/m2", (5.0, 200.0)),
 )
 
 # Unit-wise conversions for items not listed above (volumes and masses convert the same for any drug
@@ -166,13 +162,11 @@ _BY_ITEM: dict[tuple[str, str], MeasuredItem] = {}
 
 
 def _index() -> None:
-    # Each item is described once and every impossible value really is outside its plausible range.
+    # Each item is described once, with a range that is a range.
     for m in MEASURED_ITEMS:
         lo, hi = m.plausible
-        inside = [v for v in m.impossible if lo <= v <= hi]
-        if inside or not m.impossible:
-            raise ValueError(f"measured item {m.name!r}: impossible values {inside or '(none)'} "
-                             f"must lie outside its plausible range {m.plausible}")
+        if not lo < hi:
+            raise ValueError(f"measured item {m.name!r}: plausible range {m.plausible} is empty")
         for key in m.items:
             if key in _BY_ITEM:
                 raise ValueError(f"item {key} is described twice: {_BY_ITEM[key].name!r} and {m.name!r}")

@@ -64,3 +64,19 @@ def test_the_official_demo_alone_names_no_lossy_input(demo_db):
     with duckdb.connect(str(demo_db), read_only=True) as con:
         audit, _ = audit_source(con)
     assert audit.lossy_inputs == []
+
+
+def test_every_declared_items_unit_is_the_unit_the_demo_records_it_in(demo_full_db):
+    """Limits are in the declared unit and are applied to rows in the item's usual unit: they must agree."""
+    from pipeline.noise.anomalies import all_usual_units_sql
+    from pipeline.noise.physiology import MEASURED_ITEMS
+
+    with duckdb.connect(str(demo_full_db), read_only=True) as con:
+        usual = {(t, i): u for t, i, u, _ in con.execute(all_usual_units_sql()).fetchall()}
+    compared = 0
+    for m in MEASURED_ITEMS:
+        for key in m.items:
+            if key in usual:
+                compared += 1
+                assert (m.unit or "").casefold() == usual[key].casefold(), (m.name, key, m.unit, usual[key])
+    assert compared > 30

@@ -6,24 +6,26 @@ from pipeline.noise import physiology
 from pipeline.noise.physiology import MEASURED_ITEMS, UNIT_CONVERSIONS, conversions_for, format_value, measured_item
 
 
-def test_every_impossible_value_lies_outside_its_plausible_range():
+def test_every_item_has_a_real_range_and_is_described_once():
+    seen = set()
     for m in MEASURED_ITEMS:
         lo, hi = m.plausible
-        assert m.impossible and all(not lo <= v <= hi for v in m.impossible), m.name
+        assert lo < hi, m.name
+        assert not seen & set(m.items), m.name
+        seen |= set(m.items)
 
 
-def test_an_impossible_value_inside_the_range_is_refused_at_import(monkeypatch):
-    bad = physiology.MeasuredItem("bad", (("labevents", "1"),), "x", (0.0, 10.0), (5.0,))
+def test_an_empty_range_is_refused_at_import(monkeypatch):
+    bad = physiology.MeasuredItem("bad", (("labevents", "1"),), "x", (10.0, 10.0))
     monkeypatch.setattr(physiology, "MEASURED_ITEMS", (bad,))
     monkeypatch.setattr(physiology, "_BY_ITEM", {})
-    with pytest.raises(ValueError, match="'bad'.*outside its plausible range"):
+    with pytest.raises(ValueError, match="'bad'.*empty"):
         physiology._index()
 
 
-def test_the_issue_examples_are_covered():
-    assert 10000 in measured_item("chartevents", 220045).impossible  # heart rate 10000
-    assert 180 in measured_item("chartevents", 220277).impossible  # SpO2 180
-    assert any(v < 0 for v in measured_item("chartevents", 224639).impossible)  # negative weight
+def test_the_vital_signs_and_units_the_templates_ask_about_are_described():
+    assert measured_item("chartevents", 220045).plausible[1] < 1000  # heart rate: 820 (82 shifted) is impossible
+    assert measured_item("chartevents", 220277).plausible == (0.0, 100.0)  # SpO2
     assert any(c.unit == "°C" for c in conversions_for("chartevents", 223761, "°F"))  # Fahrenheit vs Celsius
     assert any(c.unit == "g" for c in conversions_for("inputevents", 999, "mg"))  # mg as g
 
