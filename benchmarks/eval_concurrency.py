@@ -18,63 +18,28 @@ import argparse
 import json
 import os
 import tempfile
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from robustgym.agents.local_endpoint import LocalEndpoint, Reply
 from robustgym.agents.openai_compat import EndpointConfig, OpenAICompatAgent
 from robustgym.release import load_release
 from robustgym.runner import run_agent
 
 
-class StubEndpoint:
-    """``/v1/chat/completions`` on 127.0.0.1: after ``latency_s``, a sql tool call, or submit once a tool replied."""
+def stub_endpoint(latency_s: float) -> LocalEndpoint:
+    """After ``latency_s``, a sql tool call, or submit once a tool replied."""
 
-    def __init__(self, latency_s: float):
-        self.latency_s, self.requests, self.lock = latency_s, 0, threading.Lock()
-        stub = self
+    def respond(body: dict) -> Reply:
+        if body["messages"][-1]["role"] == "tool":
+            call = {"name": "submit", "arguments": json.dumps({"status": "no_evidence"})}
+        else:
+            call = {"name": "sql", "arguments": json.dumps({"query": "SELECT count(*) FROM patients"})}
+        message = {"role": "assistant", "content": None,
+                   "tool_calls": [{"id": "c", "type": "function", "function": call}]}
+        return Reply(message=message, delay=latency_s)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with stub.lock:
-                    stub.requests += 1
-                time.sleep(stub.latency_s)
-                if body["messages"][-1]["role"] == "tool":
-                    call = {"name": "submit", "arguments": json.dumps({"status": "no_evidence"})}
-                else:
-                    call = {"name": "sql", "arguments": json.dumps({"query": "SELECT count(*) FROM patients"})}
-                message = {"role": "assistant", "content": None,
-                           "tool_calls": [{"id": "c", "type": "function", "function": call}]}
-                payload = json.dumps({"choices": [{"index": 0, "message": message}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args):
-                pass
-
-        class Server(ThreadingHTTPServer):
-            request_queue_size = 128  # 16 workers connect at once; the default backlog of 5 would refuse some
-            daemon_threads = True
-
-        self.httpd = Server(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    return LocalEndpoint(respond)
 
 
 def main() -> None:
@@ -99,15 +64,15 @@ def main() -> None:
         task_ids = [t.task_id for t in tasks][: -(-args.episodes // trials)]
         episodes = len(task_ids) * trials
         rows = []
-        with StubEndpoint(args.latency_ms / 1000) as stub:
+        with stub_endpoint(args.latency_ms / 1000) as stub:
             agent = OpenAICompatAgent(EndpointConfig(base_url=stub.url, model="stub", retries=0, timeout_s=30))
             for level in args.levels:
-                before = stub.requests
+                before = len(stub.requests)
                 started = time.perf_counter()
                 trajectories = run_agent(release, agent, task_ids=task_ids, trials=trials, concurrency=level)
                 seconds = time.perf_counter() - started
                 failed = sum(t.outcome == "no_submission" for t in trajectories)
-                rows.append((level, episodes, stub.requests - before, seconds, episodes / seconds, failed))
+                rows.append((level, episodes, len(stub.requests) - before, seconds, episodes / seconds, failed))
     base_rate = rows[0][4]
     print(f"release {release.version}: {episodes} episodes ({len(task_ids)} tasks x {trials} trials), 2 model turns "
           f"each, stub latency {args.latency_ms:g} ms; {os.cpu_count()} cores, load average "

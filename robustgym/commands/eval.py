@@ -14,7 +14,8 @@ from pathlib import Path
 
 from pipeline.vocabulary import Split
 
-EXIT_BAD_RELEASE = 2
+from robustgym.commands.release_arguments import EXIT_BAD_RELEASE, add_release_arguments, open_release
+
 EXIT_BAD_RUN = 2
 TRAJECTORIES = "trajectories.jsonl"
 
@@ -31,8 +32,7 @@ def register(subparsers) -> None:
         "eval", help="run an agent over a release split and write a report",
         description="Run an agent on every task of a release split, K trials each, in the sandboxed "
                     "environment. Writes trajectories.jsonl, report.json, report.md, report.png and report.svg.")
-    p.add_argument("--release", required=True, type=Path, metavar="PATH",
-                   help="a release folder (releases/<version>) or a releases folder with 'latest'")
+    add_release_arguments(p)
     p.add_argument("--agent", required=True, metavar="NAME",
                    help="a registered agent: oracle, naive, checking, the floors abstain and clean_answer, "
                         "openai (reads ROBUSTGYM_LLM_* variables)")
@@ -47,8 +47,6 @@ def register(subparsers) -> None:
     again.add_argument("--overwrite", action="store_true", help="discard DIR/trajectories.jsonl and start afresh")
     p.add_argument("--split", choices=[s.value for s in Split], help="one split (default: all)")
     p.add_argument("--out", required=True, type=Path, metavar="DIR", help="where the report goes")
-    p.add_argument("--base-database", type=Path, metavar="PATH",
-                   help="the base DuckDB file, for releases that do not ship one (credentialed MIMIC-IV)")
     p.add_argument("--wrong-penalty", type=float, default=1.0, metavar="X",
                    help="reliability cost of a wrong answer relative to a correct one (default 1)")
     p.add_argument("--seed", type=int, default=0, help="seed handed to the agent and the bootstrap (default 0)")
@@ -97,15 +95,12 @@ class ProgressBar:
 def run(args: argparse.Namespace) -> int:
     from robustgym.agents import make_agent
     from robustgym.metrics import summarize
-    from robustgym.release import ReleaseError, load_release
     from robustgym.report import write_report
     from robustgym.runner import ResumeError, run_agent
     from robustgym.trajectory import recover_jsonl
 
-    try:
-        release = load_release(args.release, base_database=args.base_database)
-    except (ReleaseError, FileNotFoundError) as exc:
-        print(exc, file=sys.stderr)
+    release = open_release(args)
+    if release is None:
         return EXIT_BAD_RELEASE
     try:
         agent = make_agent(args.agent)

@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-EXIT_BAD_RELEASE = 2
+from robustgym.commands.release_arguments import EXIT_BAD_RELEASE, add_release_arguments, open_release
 
 
 def register(subparsers) -> None:
@@ -19,10 +19,7 @@ def register(subparsers) -> None:
         description="Serve a release's environment as an MCP server over stdin/stdout: tools sql, python and "
                     "submit play an episode; reset and list_tasks let a harness choose the task.")
     p.add_argument("--mcp", action="store_true", required=True, help="speak the Model Context Protocol (stdio)")
-    p.add_argument("--release", required=True, type=Path, metavar="PATH",
-                   help="a release folder (releases/<version>) or a releases folder with 'latest'")
-    p.add_argument("--base-database", type=Path, metavar="PATH",
-                   help="the base DuckDB file, for releases that do not ship one (credentialed MIMIC-IV)")
+    add_release_arguments(p)
     p.add_argument("--trajectories", type=Path, metavar="FILE",
                    help="append every finished episode to this JSONL file")
     p.add_argument("--agent-name", default="mcp", metavar="NAME",
@@ -34,12 +31,9 @@ def run(args: argparse.Namespace) -> int:
     import anyio
 
     from robustgym.mcp_server import serve_stdio
-    from robustgym.release import ReleaseError, load_release
 
-    try:
-        release = load_release(args.release, base_database=args.base_database)
-    except (ReleaseError, FileNotFoundError) as exc:
-        print(exc, file=sys.stderr)
+    release = open_release(args)
+    if release is None:
         return EXIT_BAD_RELEASE
     print(f"robustgym MCP server: release {release.version}, {len(release.tasks())} tasks (stdio)", file=sys.stderr)
     anyio.run(lambda: serve_stdio(release, trajectory_path=args.trajectories, agent_name=args.agent_name))

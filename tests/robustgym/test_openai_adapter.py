@@ -5,12 +5,11 @@ request it receives."""
 
 import json
 import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from robustgym.agents import make_agent
+from robustgym.agents.local_endpoint import LocalEndpoint, Reply
 from robustgym.agents.openai_compat import EndpointConfig, EndpointError, OpenAICompatAgent
 from robustgym.cli import main
 from robustgym.env import Env
@@ -23,77 +22,20 @@ def tool_call(i: int, name: str, arguments) -> dict:
     return {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": raw}}
 
 
-def completion(message: dict) -> dict:
-    return {"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": message,
-                                                                 "finish_reason": "tool_calls"}]}
-
-
-class FakeServer:
+def scripted_endpoint(script) -> LocalEndpoint:
     """Replays ``script`` in order, the last entry repeating. An entry is ``(http_status, message)`` or
-    a dict with ``status`` (default 200), ``message``, ``headers``, ``delay`` (seconds before the
-    reply) and ``raw`` (a body sent as is, e.g. a malformed one)."""
+    a dict of ``Reply`` fields: ``status`` (default 200), ``message``, ``headers``, ``delay`` (seconds
+    before the reply) and ``raw`` (a body sent as is, e.g. a malformed one)."""
+    script, lock = list(script), threading.Lock()
 
-    def __init__(self, script):
-        self.script, self.requests, self.headers = list(script), [], []
-        self.lock = threading.Lock()
-        self.in_flight = self.most_in_flight = 0
-        server = self
+    def respond(body: dict) -> Reply:
+        with lock:
+            entry = script.pop(0) if len(script) > 1 else script[0]
+        if isinstance(entry, tuple):
+            return Reply(status=entry[0], message=entry[1])
+        return Reply(**entry)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with server.lock:
-                    server.requests.append({"path": self.path, "body": body})
-                    server.headers.append(dict(self.headers))
-                    entry = server.script.pop(0) if len(server.script) > 1 else server.script[0]
-                    server.in_flight += 1
-                    server.most_in_flight = max(server.most_in_flight, server.in_flight)
-                try:
-                    self.reply(entry)
-                finally:
-                    with server.lock:
-                        server.in_flight -= 1
-
-            def reply(self, entry):
-                if isinstance(entry, tuple):
-                    entry = {"status": entry[0], "message": entry[1]}
-                status = entry.get("status", 200)
-                if entry.get("delay"):
-                    time.sleep(entry["delay"])
-                if "raw" in entry:
-                    payload = entry["raw"]
-                elif status == 200:
-                    payload = json.dumps(completion(entry["message"])).encode()
-                else:
-                    payload = json.dumps({"error": "busy"}).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(payload)))
-                    for name, value in entry.get("headers", {}).items():
-                        self.send_header(name, value)
-                    self.end_headers()
-                    self.wfile.write(payload)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up waiting (the slow-reply case)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    return LocalEndpoint(respond)
 
 
 def test_the_adapter_plays_tool_calls_and_feeds_results_back(demo_release):
@@ -106,14 +48,14 @@ def test_the_adapter_plays_tool_calls_and_feeds_results_back(demo_release):
         (200, {"role": "assistant", "content": "I think there is no result."}),
         (200, {"role": "assistant", "content": None, "tool_calls": [tool_call(3, "submit", {"status": "no_evidence"})]}),
     ]
-    with FakeServer(script) as server, Env(demo_release, agent_name="openai") as env:
+    with scripted_endpoint(script) as server, Env(demo_release, agent_name="openai") as env:
         agent = OpenAICompatAgent(EndpointConfig(base_url=server.url, model="fake-model", api_key="sk-test"))
         observation = env.reset(task.task_id)
         agent.run(env, observation, None, seed=7)
         assert env.done and env.result.passed and env.result.reward == 1.0
         first, second, third, fourth = (r["body"] for r in server.requests)
     assert all(r["path"] == "/v1/chat/completions" for r in server.requests)
-    assert server.headers[0]["Authorization"] == "Bearer sk-test"
+    assert server.requests[0]["headers"]["Authorization"] == "Bearer sk-test"
     assert first["model"] == "fake-model" and first["seed"] == 7
     assert [t["function"]["name"] for t in first["tools"]] == ["sql", "python", "submit"]
     assert first["messages"][0]["role"] == "system" and task.question in first["messages"][1]["content"]
@@ -133,14 +75,14 @@ def test_a_busy_endpoint_is_retried(demo_release):
     task = demo_release.tasks("test")[0]
     script = [(503, {}), (200, {"role": "assistant", "content": None, "tool_calls": [
         tool_call(0, "submit", {"status": "answered", "answer": task.answer.number})]})]
-    with FakeServer(script) as server, Env(demo_release) as env:
+    with scripted_endpoint(script) as server, Env(demo_release) as env:
         agent = OpenAICompatAgent(EndpointConfig(base_url=server.url, model="m", retries=2))
         agent.run(env, env.reset(task.task_id), None, seed=0)
         assert env.result.passed and len(server.requests) == 2
 
 
 def test_an_endpoint_that_keeps_failing_raises_a_clear_error(demo_release):
-    with FakeServer([(400, {})]) as server, Env(demo_release) as env:
+    with scripted_endpoint([(400, {})]) as server, Env(demo_release) as env:
         agent = OpenAICompatAgent(EndpointConfig(base_url=server.url, model="m"))
         with pytest.raises(EndpointError, match="HTTP 400"):
             agent.run(env, env.reset(demo_release.tasks()[0].task_id), None, seed=0)
@@ -164,7 +106,7 @@ def test_robustgym_eval_runs_an_llm_agent_through_the_endpoint(demo_release_dir,
     script = [(200, {"role": "assistant", "content": None, "tool_calls": [
         tool_call(0, "sql", {"query": "SELECT count(*) FROM patients"}),
         tool_call(1, "submit", {"status": "no_evidence"})]})]
-    with FakeServer(script) as server:
+    with scripted_endpoint(script) as server:
         monkeypatch.setenv("ROBUSTGYM_LLM_BASE_URL", server.url)
         monkeypatch.setenv("ROBUSTGYM_LLM_MODEL", "fake")
         code = main(["eval", "--release", str(demo_release_dir), "--agent", "openai", "--split", "test",
@@ -195,7 +137,7 @@ def test_429_and_500_are_retried_and_retry_after_is_honoured(demo_release, monke
     waits = []
     monkeypatch.setattr(adapter.time, "sleep", waits.append)
     script = [{"status": 429, "headers": {"Retry-After": "7"}}, {"status": 500}, (200, submit_call())]
-    with FakeServer(script) as server:
+    with scripted_endpoint(script) as server:
         result = play(demo_release, server, retries=3, backoff_s=0.25)
     assert result.passed and len(server.requests) == 3
     assert waits == [7.0, 0.5]  # as the 429 asked; then the backoff for the second retry (0.25 * 2)
@@ -203,7 +145,7 @@ def test_429_and_500_are_retried_and_retry_after_is_honoured(demo_release, monke
 
 def test_a_reply_slower_than_the_timeout_is_abandoned_and_retried(demo_release):
     script = [{"delay": 1.5, "message": submit_call("answered", 1)}, (200, submit_call())]
-    with FakeServer(script) as server:
+    with scripted_endpoint(script) as server:
         result = play(demo_release, server, timeout_s=0.4, retries=2, backoff_s=0.01)
     # the slow reply (an answer) was given up on; the retry's reply (no_evidence) was played
     assert result.passed and result.trajectory.submission == {"status": "no_evidence", "answer": None}
@@ -211,20 +153,20 @@ def test_a_reply_slower_than_the_timeout_is_abandoned_and_retried(demo_release):
 
 
 def test_a_slow_reply_within_the_timeout_is_simply_awaited(demo_release):
-    with FakeServer([{"delay": 0.3, "message": submit_call()}]) as server:
+    with scripted_endpoint([{"delay": 0.3, "message": submit_call()}]) as server:
         result = play(demo_release, server, timeout_s=5, retries=0)
     assert result.passed and len(server.requests) == 1
 
 
 def test_a_malformed_reply_is_asked_again(demo_release):
     script = [{"raw": b'{"choices": [{"message": {"role": "assist'}, (200, submit_call())]
-    with FakeServer(script) as server:
+    with scripted_endpoint(script) as server:
         result = play(demo_release, server, retries=2, backoff_s=0.01)
     assert result.passed and len(server.requests) == 2
 
 
 def test_an_endpoint_that_keeps_sending_garbage_fails_the_episode_and_the_run_goes_on(demo_release):
-    with FakeServer([{"raw": b"<html>502 Bad Gateway</html>"}]) as server:
+    with scripted_endpoint([{"raw": b"<html>502 Bad Gateway</html>"}]) as server:
         agent = OpenAICompatAgent(EndpointConfig(base_url=server.url, model="m", retries=1, backoff_s=0.01))
         with Env(demo_release) as env:
             with pytest.raises(EndpointError, match="not JSON.*after 2 attempts"):
@@ -235,7 +177,7 @@ def test_an_endpoint_that_keeps_sending_garbage_fails_the_episode_and_the_run_go
 
 
 def test_json_that_is_not_a_chat_completion_is_a_clear_error(demo_release):
-    with FakeServer([{"raw": b'{"object": "error", "message": "model not loaded"}'}]) as server, \
+    with scripted_endpoint([{"raw": b'{"object": "error", "message": "model not loaded"}'}]) as server, \
             Env(demo_release) as env:
         agent = OpenAICompatAgent(EndpointConfig(base_url=server.url, model="m"))
         with pytest.raises(EndpointError, match="not a chat completion.*model not loaded"):
@@ -244,7 +186,7 @@ def test_json_that_is_not_a_chat_completion_is_a_clear_error(demo_release):
 
 def test_concurrent_llm_episodes_share_one_endpoint(demo_release_dir, tmp_path, monkeypatch):
     script = [{"delay": 0.2, "message": submit_call()}]
-    with FakeServer(script) as server:
+    with scripted_endpoint(script) as server:
         monkeypatch.setenv("ROBUSTGYM_LLM_BASE_URL", server.url)
         monkeypatch.setenv("ROBUSTGYM_LLM_MODEL", "fake")
         code = main(["eval", "--release", str(demo_release_dir), "--agent", "openai", "--out", str(tmp_path),
