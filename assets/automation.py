@@ -8,7 +8,8 @@ the same way:
 - ``refresh_source``, a real asset job (``source_database`` and ``template_catalogue``), is what
   the ``weekly_release_rebuild`` schedule and the ``mimic_source_changed`` sensor launch, with the
   source's run config (the MIMIC-IV folders in ``ROBUSTGYM_MIMIC_DIRS``, read at each tick, never
-  at import; the synthetic source without it).
+  at import; the synthetic source without it; ``ROBUSTGYM_MIMIC_ALLOW_MISSING=1`` lets them lack
+  tables, whose intents are then left out).
 - Every later asset carries ``REBUILD_AFTER_UPSTREAM``: once something upstream was materialized
   since it was last built, and nothing upstream is missing, running, about to run or failed, it is
   requested. The ``rebuild_downstream`` automation sensor evaluates these conditions. So a noise
@@ -27,6 +28,7 @@ from pipeline.release.source_watch import source_change_digest
 from pipeline.vocabulary import AssetName
 
 MIMIC_DIRS_ENV = "ROBUSTGYM_MIMIC_DIRS"
+ALLOW_MISSING_ENV = "ROBUSTGYM_MIMIC_ALLOW_MISSING"  # "1": a folder may lack tables (the demo lacks chartevents)
 DEFAULT_CRON = "0 4 * * 1"  # Mondays 04:00
 SENSOR_INTERVAL_SECONDS = 300
 REFRESH_SOURCE_JOB = "refresh_source"
@@ -57,6 +59,8 @@ def configured_mimic_dirs() -> list[str]:
 
 def refresh_run_config(mimic_dirs: list[str]) -> dict:
     config = {"kind": "mimic_iv", "mimic_dirs": mimic_dirs} if mimic_dirs else {"kind": "synthetic"}
+    if mimic_dirs and os.environ.get(ALLOW_MISSING_ENV, "").strip() == "1":
+        config["allow_missing"] = True
     return {"ops": {AssetName.SOURCE_DATABASE.value: {"config": config}}}
 
 

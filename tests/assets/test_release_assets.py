@@ -16,7 +16,7 @@ from assets import noise as noise_stage
 from assets import release as release_stage
 from assets import source as source_stage
 from assets import templates as templates_stage
-from assets.automation import MIMIC_DIRS_ENV, mimic_source_changed, release_schedule
+from assets.automation import ALLOW_MISSING_ENV, MIMIC_DIRS_ENV, mimic_source_changed, release_schedule
 from assets.noise.checks import noise_contracts
 from assets.release.assets import CONTRACT_CHECKS, contract_check_name
 from assets.release.checks import ReleaseCheck
@@ -272,7 +272,20 @@ def test_the_schedule_refreshes_from_the_configured_mimic_source_or_the_syntheti
     assert request.run_config["ops"]["source_database"]["config"] == {"kind": "synthetic"}
     monkeypatch.setenv(MIMIC_DIRS_ENV, str(tmp_path))
     request = schedule.evaluate_tick(dg.build_schedule_context()).run_requests[0]
-    assert request.run_config["ops"]["source_database"]["config"]["mimic_dirs"] == [str(tmp_path)]
+    assert request.run_config["ops"]["source_database"]["config"] == {"kind": "mimic_iv",
+                                                                      "mimic_dirs": [str(tmp_path)]}
+
+
+def test_an_unattended_refresh_may_load_a_source_that_lacks_tables_when_told_so(monkeypatch, tmp_path):
+    """The demo ships 30 of 31 tables: without the switch its refresh would fail on the missing one."""
+    monkeypatch.setenv(MIMIC_DIRS_ENV, str(tmp_path))
+    monkeypatch.setenv(ALLOW_MISSING_ENV, "1")
+    request = release_schedule().evaluate_tick(dg.build_schedule_context()).run_requests[0]
+    assert request.run_config["ops"]["source_database"]["config"] == {
+        "kind": "mimic_iv", "mimic_dirs": [str(tmp_path)], "allow_missing": True}
+    monkeypatch.setenv(ALLOW_MISSING_ENV, "0")
+    request = release_schedule().evaluate_tick(dg.build_schedule_context()).run_requests[0]
+    assert "allow_missing" not in request.run_config["ops"]["source_database"]["config"]
 
 
 def test_the_sensor_starts_a_rebuild_when_the_source_changes_and_only_then(monkeypatch, demo_dir, tmp_path):
