@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import dagster as dg
 
 from assets.gate import EVIDENCE
-from pipeline.progress import listening
+from pipeline.progress import ProgressEvent, listening
 
 
 @dataclass(frozen=True)
@@ -119,14 +119,74 @@ def check_evaluations(instance: dg.DagsterInstance, run_id: str) -> list[dg.Asse
     return [r.dagster_event.event_specific_data for r in records if r.dagster_event]
 
 
+def _materialize(everything, resources, instance, key: dg.AssetKey, partition: str | None, run_config: dict,
+                 say: Callable[[str], None]) -> Step:
+    """One asset (one partition of it) in one run; what the run did, as plain data."""
+    name = key.to_user_string()
+    started = time.perf_counter()
+    with listening(say):
+        result = dg.materialize(everything, selection=dg.AssetSelection.assets(key), partition_key=partition,
+                                resources=resources, run_config=run_config or None, instance=instance,
+                                raise_on_error=False)
+    seconds = time.perf_counter() - started
+    failed = tuple(
+        FailedCheck(e.asset_key.to_user_string(), e.check_name, e.severity.value,
+                    {k: _text(v) for k, v in e.metadata.items()})
+        for e in check_evaluations(instance, result.run_id) if not e.passed)
+    error = None
+    if not result.success:
+        messages = [_root_cause(ev.step_failure_data.error) for ev in result.get_step_failure_events()
+                    if ev.step_failure_data and ev.step_failure_data.error]
+        error = "; ".join(messages) or "the run failed"
+    metadata = {k: _text(v) for ev in result.get_asset_materialization_events()
+                for k, v in ev.materialization.metadata.items()}
+    return Step(name, partition, result.success, seconds, failed, error, metadata)
+
+
+# What a forked worker needs and cannot be handed as an argument (definitions hold closures): set by
+# the parent just before it forks, inherited by the children, never read in the parent.
+_FORKED: dict = {}
+
+
+def _tagged(message: str, partition: str | None) -> str:
+    """A worker's progress event, its stage named with the partition: the parent's ETA and lines stay
+    per partition when several report at once."""
+    if isinstance(message, ProgressEvent) and partition:
+        return ProgressEvent(f"{message.stage} [{partition}]", message.unit, message.done, message.total,
+                             message.label, message.note)
+    return message
+
+
+def _materialize_in_worker(key: dg.AssetKey, partition: str | None, run_config: dict) -> Step:
+    everything, resources, instance_ref, messages = (
+        _FORKED[k] for k in ("everything", "resources", "instance_ref", "messages"))
+    instance = dg.DagsterInstance.from_ref(instance_ref) if instance_ref else dg.DagsterInstance.ephemeral()
+    with instance:
+        return _materialize(everything, resources, instance, key, partition, run_config,
+                            lambda message: messages.put(_tagged(message, partition)))
+
+
+def _instance_ref(instance: dg.DagsterInstance):
+    """The reference workers reopen the instance by, or None for an in-memory one (the workers then
+    record their runs in throwaway instances of their own; the build's result is the same)."""
+    try:
+        return instance.get_ref()
+    except Exception:  # an ephemeral instance has no reference to hand over
+        return None
+
+
 def run_graph(defs: dg.Definitions, *, settings: Mapping[str, object], resources: Mapping | None = None,
               instance: dg.DagsterInstance | None = None, progress: Callable[[str], None] | None = None,
-              log_level: str | None = None) -> GraphRun:
+              log_level: str | None = None, workers: int = 1) -> GraphRun:
     """Materialize every asset of ``defs`` in dependency order; stop at the first failure.
 
     ``settings``: name -> value, passed to each asset whose config has a field of that name.
     ``resources`` override the definitions' resources (e.g. ProjectPaths with other folders).
     ``log_level`` sets Dagster's console logger (e.g. CRITICAL to leave the output to ``progress``).
+    ``workers`` > 1 runs the partitions of one asset (the six intents, the three noise levels) in that
+    many forked processes at once, each partition in its own run as before. Partitions write only
+    their own files and read only what earlier assets wrote, so the outputs are the bytes of a serial
+    build; steps are reported in partition order whatever order they finish in.
     """
     say = progress or (lambda message: None)
     everything = [*(defs.assets or []), *(defs.asset_checks or [])]
@@ -135,6 +195,18 @@ def run_graph(defs: dg.Definitions, *, settings: Mapping[str, object], resources
     steps = plan(defs)
     total = sum(len(p) for _, _, p in steps)
     run = GraphRun()
+
+    def record(step: Step) -> bool:
+        run.steps.append(step)
+        note = "ok" if step.success else "FAILED"
+        warnings = [c for c in step.failed_checks if c.severity != dg.AssetCheckSeverity.ERROR.value]
+        if warnings:
+            note += f" ({len(warnings)} check warning(s))"
+        say(f"[{len(run.steps)}/{total}] {step.label} {note} in {step.seconds:.1f} s")
+        for c in warnings:
+            say(f"  warning {c.asset}.{c.check}:\n" + _indent(c.evidence))
+        return step.success
+
     for assets_def, key, partitions in steps:
         name = key.to_user_string()
         fields = _config_fields(assets_def)
@@ -142,35 +214,51 @@ def run_graph(defs: dg.Definitions, *, settings: Mapping[str, object], resources
         run_config: dict = {"ops": {assets_def.op.name: {"config": config}}} if config else {}
         if log_level:
             run_config["loggers"] = {"console": {"config": {"log_level": log_level}}}
-        for partition in partitions:
-            label = name + (f"[{partition}]" if partition else "")
+        labels = [name + (f"[{p}]" if p else "") for p in partitions]
+        if workers > 1 and len(partitions) > 1:
+            done = len(run.steps)
+            say(f"[{done + 1}-{done + len(partitions)}/{total}] {', '.join(labels)} ... "
+                f"({min(workers, len(partitions))} at a time)")
+            results = _run_partitions(everything, resources, instance, key, partitions, run_config, say, workers)
+            for step in results:  # partition order: a failure is reported where a serial build reports it
+                if not record(step):
+                    return run
+            continue
+        for partition, label in zip(partitions, labels):
             say(f"[{len(run.steps) + 1}/{total}] {label} ...")
-            started = time.perf_counter()
-            with listening(say):
-                result = dg.materialize(everything, selection=dg.AssetSelection.assets(key), partition_key=partition,
-                                        resources=resources, run_config=run_config or None, instance=instance,
-                                        raise_on_error=False)
-            seconds = time.perf_counter() - started
-            failed = tuple(
-                FailedCheck(e.asset_key.to_user_string(), e.check_name, e.severity.value,
-                            {k: _text(v) for k, v in e.metadata.items()})
-                for e in check_evaluations(instance, result.run_id) if not e.passed)
-            error = None
-            if not result.success:
-                messages = [_root_cause(ev.step_failure_data.error) for ev in result.get_step_failure_events()
-                            if ev.step_failure_data and ev.step_failure_data.error]
-                error = "; ".join(messages) or "the run failed"
-            metadata = {k: _text(v) for ev in result.get_asset_materialization_events()
-                        for k, v in ev.materialization.metadata.items()}
-            step = Step(name, partition, result.success, seconds, failed, error, metadata)
-            run.steps.append(step)
-            note = "ok" if step.success else "FAILED"
-            warnings = [c for c in failed if c.severity != dg.AssetCheckSeverity.ERROR.value]
-            if warnings:
-                note += f" ({len(warnings)} check warning(s))"
-            say(f"[{len(run.steps)}/{total}] {label} {note} in {seconds:.1f} s")
-            for c in warnings:
-                say(f"  warning {c.asset}.{c.check}:\n" + _indent(c.evidence))
-            if not step.success:
+            if not record(_materialize(everything, resources, instance, key, partition, run_config, say)):
                 return run
     return run
+
+
+def _run_partitions(everything, resources, instance, key, partitions, run_config, say, workers) -> list[Step]:
+    """Each partition in a forked process, ``workers`` at a time; their Steps in partition order.
+
+    Fork, not spawn: the children inherit the loaded definitions (which cannot be pickled) and start
+    in milliseconds instead of re-importing Dagster. No DuckDB connection is open between steps, so
+    none is shared across the fork. The children's progress comes back through a queue and is shown
+    by the parent, so it reaches whatever ``say`` writes to (a captured stream included)."""
+    import multiprocessing
+    import threading
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("fork")
+    messages = context.Queue()
+
+    def relay() -> None:
+        while (message := messages.get()) is not None:  # None: the workers are gone
+            say(message)
+
+    relay_thread = threading.Thread(target=relay, name="partition-progress", daemon=True)
+    relay_thread.start()
+    _FORKED.update(everything=everything, resources=resources, instance_ref=_instance_ref(instance),
+                   messages=messages)
+    try:
+        with ProcessPoolExecutor(max_workers=min(workers, len(partitions)), mp_context=context) as pool:
+            futures = [pool.submit(_materialize_in_worker, key, p, run_config) for p in partitions]
+            return [f.result() for f in futures]
+    finally:
+        _FORKED.clear()
+        messages.put(None)  # after the workers exited: everything they sent is already queued
+        relay_thread.join()
+        messages.close()

@@ -26,6 +26,8 @@ class SourceConfig(dg.Config):
     # PhysioNet-layout folders (hosp/, icu/); later folders supply tables the earlier ones lack.
     mimic_dirs: list[str] = []
     allow_missing: bool = False
+    # Integrity findings (duplicate keys, dangling links) fail the load instead of warning.
+    strict: bool = False
 
 
 def build_source(config: SourceConfig, target: Path, log) -> None:
@@ -40,7 +42,7 @@ def build_source(config: SourceConfig, target: Path, log) -> None:
         if not config.mimic_dirs:
             raise dg.Failure("source kind 'mimic_iv' needs mimic_dirs: the PhysioNet-layout folder(s) to load")
         load_mimic([Path(d) for d in config.mimic_dirs], target, allow_missing=config.allow_missing,
-                   progress=log)
+                   strict=config.strict, progress=log)
 
 
 def _fingerprint(db: Path) -> str | None:

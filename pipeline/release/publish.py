@@ -72,6 +72,17 @@ _TEMPORARY = re.compile(r"^\.(?:tmp-.+|latest)-(?P<host>[0-9a-f]{8})-(?P<pid>\d+
 _TEMPORARY_UNHOSTED = re.compile(r"^\.(?:tmp-.+|latest)-(?P<pid>\d+)-[0-9a-f]{8}$")  # names before the host
 
 
+def build_time() -> datetime:
+    """When the release was made: now, or ``$SOURCE_DATE_EPOCH`` (the reproducible-builds convention)
+    so that two builds of the same source and seed can be compared byte for byte."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if epoch:
+        try:
+            return datetime.fromtimestamp(int(epoch), timezone.utc)
+        except (ValueError, OverflowError, OSError):
+            raise ValueError(f"SOURCE_DATE_EPOCH={epoch!r}: expected whole seconds since 1970-01-01") from None
+    return datetime.now(timezone.utc).replace(microsecond=0)
+
 def temporary_name(prefix: str) -> str:
     """``.<prefix>-<host>-<pid>-<random>``: a name in the releases folder only this run writes."""
     return f".{prefix}-{_HOST}-{os.getpid()}-{secrets.token_hex(4)}"
@@ -277,7 +288,7 @@ def build_release(tasks: Iterable[Task], *, source_db: Path, version: str | None
         counts = count_tasks(written)
         manifest = {
             "version": version,
-            "created": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
+            "created": build_time().isoformat(),
             "source": {"kind": info.kind, "fingerprint": info.fingerprint, "terms": terms.name,
                        "details": info.details},
             "seed": seed,

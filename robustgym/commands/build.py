@@ -9,6 +9,7 @@ telemetry off.
 """
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -50,6 +51,9 @@ def register(subparsers) -> None:
                    help="'synthetic' (default) or PhysioNet-layout MIMIC-IV folder(s); later folders supply "
                         "tables the earlier ones lack")
     p.add_argument("--allow-missing", action="store_true", help="build from MIMIC-IV folders lacking tables")
+    p.add_argument("--strict", action="store_true",
+                   help="fail on the source's integrity findings (duplicate keys, dangling links) instead of "
+                        "warning; real MIMIC-IV carries some")
     p.add_argument("--patients", type=_positive, default=1000, metavar="N",
                    help="synthetic patients (default 1000)")
     p.add_argument("--seed", type=_non_negative, default=0, metavar="S", help="seed for every stage (default 0)")
@@ -59,6 +63,9 @@ def register(subparsers) -> None:
     p.add_argument("--releases-dir", type=Path, default=Path("releases"), help="published releases (default releases/)")
     p.add_argument("--set", dest="settings", type=_setting, action="append", default=[], metavar="NAME=VALUE",
                    help="any other asset config field, e.g. --set tasks_per_template=5 (repeatable)")
+    p.add_argument("--workers", type=_positive, default=os.cpu_count() or 1, metavar="N",
+                   help="partitions of one stage (intents, noise levels) built at once, each in its own process "
+                        f"(default: the core count, {os.cpu_count() or 1}); the release is the same for any N")
     p.add_argument("--verbose", action="store_true", help="also show Dagster's own log")
     p.set_defaults(run=run)
 
@@ -67,7 +74,7 @@ def settings_from(args: argparse.Namespace) -> dict:
     synthetic = args.source == ["synthetic"]
     settings = {"kind": "synthetic" if synthetic else "mimic_iv",
                 "mimic_dirs": [] if synthetic else [str(Path(d).resolve()) for d in args.source],
-                "allow_missing": args.allow_missing, "patients": args.patients, "seed": args.seed,
+                "allow_missing": args.allow_missing, "strict": args.strict, "patients": args.patients, "seed": args.seed,
                 "version": args.version}
     settings.update(dict(args.settings))
     return settings
@@ -174,7 +181,7 @@ def _run_locked(args: argparse.Namespace, defs=None) -> int:
     started = time.perf_counter()
     with instance:
         graph = run_graph(defs, settings=settings_from(args), resources={"paths": paths}, instance=instance,
-                          progress=say, log_level=None if args.verbose else "CRITICAL")
+                          progress=say, log_level=None if args.verbose else "CRITICAL", workers=args.workers)
     if not graph.success and graph.failed and "DagsterExecutionInterruptedError" in (graph.failed.error or ""):
         raise KeyboardInterrupt  # Dagster turned Ctrl-C into a failed step: report it as what it was
     if not graph.success:
