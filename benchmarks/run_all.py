@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-STAGES = ("source_load", "synthetic", "templates", "noise", "environment", "eval_concurrency")
+STAGES = ("source_load", "synthetic", "templates", "noise", "demo_release", "environment", "eval_concurrency")
 
 
 def main(argv: list[str]) -> int:
