@@ -47,15 +47,17 @@ def test_build_runs_source_to_release_on_the_synthetic_default(tmp_path, capsys)
     defs, missing = _full_graph()
     if missing:
         pytest.skip(f"assets/definitions.py does not wire {sorted(missing)} yet")
-    args = _args("--patients", "120", "--data-dir", str(tmp_path / "data"), "--releases-dir", str(tmp_path / "rel"),
+    args = _args("--patients", "120", "--workers", "2", "--data-dir", str(tmp_path / "data"), "--releases-dir", str(tmp_path / "rel"),
                  "--version", "1.0.0", "--set", "tasks_per_template=1", "--set", "target_pairs=60")
     code = run(args, defs=defs)
     out, err = capsys.readouterr()
     assert code == 0, err[-3000:]
     for step in ("source_database", "clean_tasks[laboratory]", "noise_pairs[query]", "release_candidate", "release"):
         assert f"] {step} ok in" in err, step
-    # Progress inside the stages: each intent's templates from 0 to all (output captured: not a terminal).
-    assert "    templates: template 0/" in err and "templates: template 21/21 " in err
+    # Progress inside the stages, relayed from the workers that build the partitions and named with the
+    # partition: each intent's templates from 0 to all.
+    assert "    templates [laboratory]: template 0/" in err
+    assert "    templates [demographics_encounters]: template 21/21 " in err
     manifest = json.loads((tmp_path / "rel" / "1.0.0" / "manifest.json").read_text())
     assert f"release 1.0.0: {tmp_path / 'rel' / '1.0.0'}" in out
     assert "| **all** | |" in out and f"tasks: {manifest['counts']['total']}" in out
