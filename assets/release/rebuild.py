@@ -236,11 +236,12 @@ def _run_partitions(everything, resources, instance, key, partitions, run_config
 
     Fork, not spawn: the children inherit the loaded definitions (which cannot be pickled) and start
     in milliseconds instead of re-importing Dagster. No DuckDB connection is open between steps, so
-    none is shared across the fork. The children's progress comes back through a queue and is shown
-    by the parent, so it reaches whatever ``say`` writes to (a captured stream included)."""
+    none is shared across the fork, and each partition gets a fresh process (nothing cached in one
+    partition's memory reaches the next). The children's progress comes back through a queue and is
+    shown by the parent, so it reaches whatever ``say`` writes to (a captured stream included). An
+    interrupt (Ctrl-C) or any error in the parent stops the children at once."""
     import multiprocessing
     import threading
-    from concurrent.futures import ProcessPoolExecutor
 
     context = multiprocessing.get_context("fork")
     messages = context.Queue()
@@ -253,12 +254,20 @@ def _run_partitions(everything, resources, instance, key, partitions, run_config
     relay_thread.start()
     _FORKED.update(everything=everything, resources=resources, instance_ref=_instance_ref(instance),
                    messages=messages)
+    pool = context.Pool(processes=min(workers, len(partitions)), maxtasksperchild=1)
+    finished = False
     try:
-        with ProcessPoolExecutor(max_workers=min(workers, len(partitions)), mp_context=context) as pool:
-            futures = [pool.submit(_materialize_in_worker, key, p, run_config) for p in partitions]
-            return [f.result() for f in futures]
+        pending = [pool.apply_async(_materialize_in_worker, (key, p, run_config)) for p in partitions]
+        steps = [r.get() for r in pending]
+        pool.close()
+        pool.join()  # the workers exited: everything they sent is in the queue
+        finished = True
+        return steps
     finally:
+        if not finished:
+            pool.terminate()
+            pool.join()
         _FORKED.clear()
-        messages.put(None)  # after the workers exited: everything they sent is already queued
+        messages.put(None)
         relay_thread.join()
         messages.close()

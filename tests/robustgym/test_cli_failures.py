@@ -183,6 +183,23 @@ def test_a_second_build_in_the_folder_is_refused_naming_the_first_which_ctrl_c_t
     assert not (tmp_path / "releases").exists()
 
 
+def test_ctrl_c_while_partitions_build_in_parallel_stops_every_worker(tmp_path):
+    done = interrupted(robustgym(*BUILD, "--workers", "2"), tmp_path, after="(2 at a time)")
+    assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert "robustgym build: interrupted" in done.stderr
+    assert not (tmp_path / "releases").exists()
+    # No forked worker outlives the build (they run in the build's folder).
+    left = [pid for pid in Path("/proc").iterdir() if pid.name.isdigit() and _cwd(pid) == tmp_path.resolve()]
+    assert left == []
+
+
+def _cwd(proc: Path) -> Path | None:
+    try:
+        return (proc / "cwd").resolve(strict=True)
+    except OSError:
+        return None
+
+
 # ---------------------------------------------------------------- eval
 
 
