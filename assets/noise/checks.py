@@ -119,13 +119,15 @@ def noise_contracts(written: pa.Table, clean: pa.Table, fingerprint: str) -> lis
             contract_check_result(check_pairs(pairs.clean, pairs.twins))]
 
 
-def labels_decidable(source_db, twins: list[Task], clean: dict[str, Task], flagged=None) -> dg.AssetCheckResult:
+def labels_decidable(source_db, twins: list[Task], clean: dict[str, Task], flagged=None,
+                     known=None) -> dg.AssetCheckResult:
     """Every twin's accepted outcomes (and every named clean task's answer) are what its record alone
-    supports (pipeline/noise/status_rules.py), read without the noise type or parameters."""
+    supports (pipeline/noise/status_rules.py), read without the noise type or parameters. ``known``: the
+    builder's decisions, reused for written twins identical to the ones it decided."""
     named = [clean[i] for i in sorted({t.clean_task_id for t in twins}) if i in clean]
-    result = check_labels(source_db, [*named, *twins], flagged=flagged)
+    result = check_labels(source_db, [*named, *twins], flagged=flagged, known=known)
     rows = ["| task | problem |", "| --- | --- |"] + [f"| {i} | {p.replace('|', '/')} |" for i, p in result.problems[:20]]
-    metadata = {"tasks_checked": result.checked, "problems": len(result.problems),
+    metadata = {"tasks_checked": result.checked, "decisions_reused": result.reused, "problems": len(result.problems),
                 "deciding_rules": dg.MetadataValue.md("\n".join(f"- {r}: {n}" for r, n in result.rules.most_common())),
                 "examples": dg.MetadataValue.md("\n".join(rows) if result.problems else "none")}
     if not result.passed:

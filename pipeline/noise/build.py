@@ -50,6 +50,9 @@ class NoiseResult:
     # Clean tasks no twin is built from because their own record does not support their answer (they
     # rest on the source's own anomalies): task id -> the rule that decided and why.
     clean_excluded: dict = field(default_factory=dict)
+    # Twin id -> (the twin as its label was checked, the Decision its record alone gave): the blocking
+    # label check reuses a decision only for a written twin equal to the one checked here.
+    label_decisions: dict = field(default_factory=dict)
 
     def pairs(self, clean_tasks: Sequence[Task]) -> list[tuple[Task, Task]]:
         """(clean, twin) for every twin, in twin order."""
@@ -95,6 +98,7 @@ class _Builder:
         self.tally: Counter = Counter()  # (NoiseType, template id, proven?) -> candidates
         self.gave_up: dict[NoiseType, set[str]] = {}
         self.no_candidate: Counter = Counter()  # NoiseType -> clean tasks the injector found nothing to change in
+        self.decisions: dict = {}  # twin id -> (twin, Decision) for every twin kept
 
     # ------------------------------------------------------------ one case, one type
 
@@ -159,11 +163,16 @@ class _Builder:
             return None
         twin = _twin(case, inj, draft, index, outcomes, verdict.proof, slots, gold_sql, question)
         # The label must follow from the twin's record alone, read without knowing how it was made.
-        problem = disagreement(twin, decide(self.reader.facts(twin))) if self.config.check_labels else None
+        problem = None
+        if self.config.check_labels:
+            decision = decide(self.reader.facts(twin))
+            problem = disagreement(twin, decision)
         self.proof_ms.append((time.perf_counter() - start) * 1000)
         if problem is not None:
             self._drop(inj, DropReason.LABEL_NOT_DECIDABLE, f"{twin.task_id}: {problem}")
             return None
+        if self.config.check_labels:
+            self.decisions[twin.task_id] = (twin, decision)
         return twin
 
     # ------------------------------------------------------------ balancing
@@ -278,8 +287,10 @@ def build_pairs(db: duckdb.DuckDBPyConnection | str | Path, clean_tasks: Sequenc
     counts = Counter((t.intent, t.level, t.noise_level, t.noise_type) for t in twins)
     for noise_type, n in b.no_candidate.items():
         skipped[(noise_type, DropReason.NO_CANDIDATE.value)] += n
+    kept = {t.task_id for t in twins}
     return NoiseResult(twins, b.dropped, skipped, Mix(counts, goal, config.tolerance), b.proof_ms, b.examples,
-                       {t: sorted(ids) for t, ids in b.gave_up.items()}, excluded)
+                       {t: sorted(ids) for t, ids in b.gave_up.items()}, excluded,
+                       {i: d for i, d in b.decisions.items() if i in kept})
 
 
 def _unclean(b: _Builder, cases: list[CleanCase]) -> dict[str, str]:

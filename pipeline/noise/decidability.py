@@ -7,10 +7,15 @@ into the outcomes a careful reviewer accepts, which must be exactly the task's. 
 be answered with its own answer. The noise stage runs it as a blocking check on what it wrote, and
 the builder runs the same rules on every candidate, so a twin the check would refuse is never
 written in the first place.
+
+``known`` hands the check the builder's decisions (twin id -> (twin as checked, Decision)). A decision
+is reused only for a task equal, field for field, to the one it was computed for: the facts are a
+function of the task as written and the database, so that is the same computation on the same
+input. Any other task (read back differently, or not built in this run) is read again here.
 """
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +29,7 @@ from pipeline.task_model import Task
 @dataclass
 class LabelCheck:
     checked: int = 0
+    reused: int = 0  # of those, decided by the builder on an identical task (not read again)
     rules: Counter = field(default_factory=Counter)  # the rule that decided, per task checked
     problems: list[tuple[str, str]] = field(default_factory=list)  # (task id, why its outcomes are not supported)
 
@@ -33,23 +39,31 @@ class LabelCheck:
 
 
 def check_labels(db: duckdb.DuckDBPyConnection | str | Path, tasks: Iterable[Task], templates: Callable | None = None,
-                 *, flagged=None, progress: Callable[[str], None] | None = None) -> LabelCheck:
+                 *, flagged=None, progress: Callable[[str], None] | None = None,
+                 known: Mapping | None = None) -> LabelCheck:
     """Check ``tasks`` (clean tasks and twins) against the facts of their own records on ``db``."""
     if templates is None:
         from pipeline.templates import REGISTRY
 
         templates = REGISTRY.get
     if isinstance(db, duckdb.DuckDBPyConnection):
-        return _check(db, tasks, templates, flagged, progress)
+        return _check(db, tasks, templates, flagged, progress, known or {})
     with duckdb.connect(str(db), read_only=True) as con:
-        return _check(con, tasks, templates, flagged, progress)
+        return _check(con, tasks, templates, flagged, progress, known or {})
 
 
-def _check(con, tasks, templates, flagged, progress) -> LabelCheck:
-    reader = FactReader(con, templates, flagged=flagged)
+def _check(con, tasks, templates, flagged, progress, known) -> LabelCheck:
+    reader = None  # built on the first task not decided already (reading the source's tables costs)
     result = LabelCheck()
     for task in tasks:
-        decision = decide(reader.facts(task))
+        prior = known.get(task.task_id)
+        if prior is not None and prior[0] == task:
+            decision = prior[1]
+            result.reused += 1
+        else:
+            if reader is None:
+                reader = FactReader(con, templates, flagged=flagged)
+            decision = decide(reader.facts(task))
         result.checked += 1
         result.rules[decision.rule] += 1
         problem = disagreement(task, decision)

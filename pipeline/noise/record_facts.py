@@ -124,7 +124,7 @@ class _NameIndex:
             dwhere = f" WHERE {source.dictionary_where}" if source.dictionary_where else ""
             self.listed = {r[0].strip().casefold() for r in con.execute(
                 f'SELECT DISTINCT "{column}" FROM "{table}"{dwhere}').fetchall() if r[0] is not None}
-        self.by_subject: dict[int, set[str]] = {}
+        self.by_subject: dict[int, set[str]] | None = None  # read on first use
 
     def known(self, value: str) -> bool:
         v = value.strip().casefold()
@@ -146,10 +146,20 @@ class _NameIndex:
         v = value.strip().casefold()
         if subject is None:
             return v in self.recorded
-        if subject not in self.by_subject:
-            rows = self.con.execute(self.source.names_sql(subject)).fetchall()
-            self.by_subject[subject] = {r[0].strip().casefold() for r in rows if r[0] is not None}
-        return v in self.by_subject[subject]
+        if self.by_subject is None:
+            self.by_subject = self._names_by_subject()
+        return v in self.by_subject.get(int(subject), ())
+
+    def _names_by_subject(self) -> dict[int, set[str]]:
+        """Every patient's recorded names in one grouped scan: the same sets ``names_sql(subject)`` gives
+        one patient at a time, without a scan of the event table per patient asked about."""
+        where = f" WHERE {self.source.where}" if self.source.where else ""
+        out: dict[int, set[str]] = {}
+        for subject, name in self.con.execute(
+                f"SELECT DISTINCT e.subject_id, {self.source.name} FROM {self.source.events}{where}").fetchall():
+            if subject is not None and name is not None:
+                out.setdefault(int(subject), set()).add(name.strip().casefold())
+        return out
 
 
 class FactReader:

@@ -68,6 +68,18 @@ def test_each_level_writes_its_proven_twins_and_passes_its_checks(demo_paths, ru
     assert {c.partition for c in checks.values()} == {level.value}
 
 
+@pytest.mark.parametrize("level", list(NoiseLevel), ids=str)
+def test_the_blocking_label_check_takes_the_builders_decision_for_each_twin_written_as_built(demo_paths, runs,
+                                                                                            level):
+    check = _checks(runs[level])[NoiseCheck.LABELS_DECIDABLE]
+    twins = read_twins(twins_path(demo_paths.noise_dir, level))
+    named = {t.clean_task_id for t in twins}
+    assert check.passed, check.metadata
+    # Every twin read back from Parquet equals the twin decided; the clean tasks it names are read again.
+    assert check.metadata["decisions_reused"].value == len(twins)
+    assert check.metadata["tasks_checked"].value == len(twins) + len(named)
+
+
 def test_the_metadata_shows_counts_drops_and_pairs_side_by_side(runs):
     (mat,) = runs[NoiseLevel.VALUE].asset_materializations_for_node(AssetName.NOISE_PAIRS.value)
     md = mat.metadata

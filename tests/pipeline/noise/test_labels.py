@@ -288,3 +288,34 @@ def test_the_general_name_of_a_recorded_name_is_never_itself_a_recorded_name(bui
                 if source.kind is kind and present(lookup, source):
                     names = {n.strip().casefold() for n in recorded_names(lookup, source)}
                     assert p["reference"].strip().casefold() not in names, p
+
+
+def test_the_builders_label_decisions_are_what_a_fresh_reader_decides_for_the_same_twin(built, reader_for):
+    """The blocking check reuses the builder's decisions: they must be the check's own computation."""
+    db, _, result = built
+    assert set(result.label_decisions) == {t.task_id for t in result.twins}
+    reader = reader_for(db)
+    sample = {}
+    for twin in result.twins:
+        sample.setdefault(twin.noise_type, []).append(twin)
+    for twins in sample.values():
+        for twin in twins[:4]:
+            checked, decision = result.label_decisions[twin.task_id]
+            assert checked == twin
+            fresh = decide(reader.facts(twin))
+            # ``why`` lists anomalies in the order SQL returned them, which is not fixed: the verdict is
+            # the outcomes and the deciding rule.
+            assert (fresh.outcomes, fresh.rule) == (decision.outcomes, decision.rule), twin.task_id
+
+
+def test_the_label_check_reuses_a_decision_only_for_the_very_twin_it_was_made_for(built):
+    db, _, result = built
+    twins = [t for t in result.twins if t.noise_type is NoiseType.MISSING_EVIDENCE][:3]
+    same = check_labels(db, twins, known=result.label_decisions)
+    assert same.passed and same.reused == len(twins)
+    # A twin written differently under the same id is read again: its decision is not taken on trust.
+    wrong = Status.INVALID_PREMISE
+    relabelled = [dataclasses.replace(t, expected_status=wrong, accepted_outcomes=(Outcome(wrong),)) for t in twins]
+    changed = check_labels(db, relabelled, known=result.label_decisions)
+    assert changed.reused == 0
+    assert [i for i, _ in changed.problems] == [t.task_id for t in relabelled]
