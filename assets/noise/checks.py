@@ -127,7 +127,8 @@ def labels_decidable(source_db, twins: list[Task], clean: dict[str, Task], flagg
     named = [clean[i] for i in sorted({t.clean_task_id for t in twins}) if i in clean]
     result = check_labels(source_db, [*named, *twins], flagged=flagged, known=known)
     rows = ["| task | problem |", "| --- | --- |"] + [f"| {i} | {p.replace('|', '/')} |" for i, p in result.problems[:20]]
-    metadata = {"tasks_checked": result.checked, "decisions_reused": result.reused, "problems": len(result.problems),
+    metadata = {"tasks_checked": result.checked, "decisions_reused": result.reused,
+                "reused_decisions_read_again": result.audited, "problems": len(result.problems),
                 "deciding_rules": dg.MetadataValue.md("\n".join(f"- {r}: {n}" for r, n in result.rules.most_common())),
                 "examples": dg.MetadataValue.md("\n".join(rows) if result.problems else "none")}
     if not result.passed:

@@ -11,8 +11,13 @@ written in the first place.
 ``known`` hands the check the builder's decisions (twin id -> (twin as checked, Decision)). A decision
 is reused only for a task equal, field for field, to the one it was computed for: the facts are a
 function of the task as written and the database, so that is the same computation on the same
-input. Any other task (read back differently, or not built in this run) is read again here.
+input. Any other task (read back differently, or not built in this run) is read again here. The
+builder reads every candidate with one long-lived, cached ``FactReader``; so that a fault in that
+caching cannot hide behind the reuse, a fixed share of the reused decisions (``AUDIT_ONE_IN``, chosen
+by task id) is read again with this check's own fresh reader and must come out the same.
 """
+
+import hashlib
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -26,10 +31,18 @@ from pipeline.noise.status_rules import decide, disagreement
 from pipeline.task_model import Task
 
 
+AUDIT_ONE_IN = 10  # one reused decision in this many is read again from scratch
+
+
+def _audited(task_id: str) -> bool:
+    return int(hashlib.sha256(task_id.encode()).hexdigest()[:8], 16) % AUDIT_ONE_IN == 0
+
+
 @dataclass
 class LabelCheck:
     checked: int = 0
     reused: int = 0  # of those, decided by the builder on an identical task (not read again)
+    audited: int = 0  # reused decisions read again with a fresh reader (one in AUDIT_ONE_IN)
     rules: Counter = field(default_factory=Counter)  # the rule that decided, per task checked
     problems: list[tuple[str, str]] = field(default_factory=list)  # (task id, why its outcomes are not supported)
 
@@ -57,13 +70,21 @@ def _check(con, tasks, templates, flagged, progress, known) -> LabelCheck:
     result = LabelCheck()
     for task in tasks:
         prior = known.get(task.task_id)
-        if prior is not None and prior[0] == task:
-            decision = prior[1]
-            result.reused += 1
-        else:
+        reuse = prior is not None and prior[0] == task
+        if not reuse or _audited(task.task_id):
             if reader is None:
                 reader = FactReader(con, templates, flagged=flagged)
             decision = decide(reader.facts(task))
+            if reuse:
+                result.audited += 1
+                if decision.outcomes != prior[1].outcomes:
+                    result.problems.append((task.task_id, f"the builder decided {prior[1].rule} "
+                                                          f"({_statuses(prior[1])}) but a fresh read of the record "
+                                                          f"decides {decision.rule} ({_statuses(decision)})"))
+        else:
+            decision = prior[1]
+        if reuse:
+            result.reused += 1
         result.checked += 1
         result.rules[decision.rule] += 1
         problem = disagreement(task, decision)
@@ -72,3 +93,7 @@ def _check(con, tasks, templates, flagged, progress, known) -> LabelCheck:
         if progress is not None and result.checked % 500 == 0:
             progress(f"label check: {result.checked} tasks read")
     return result
+
+
+def _statuses(decision) -> str:
+    return ", ".join(sorted(s.value for s in decision.statuses)) or "no single label"

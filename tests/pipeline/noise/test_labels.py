@@ -319,3 +319,19 @@ def test_the_label_check_reuses_a_decision_only_for_the_very_twin_it_was_made_fo
     changed = check_labels(db, relabelled, known=result.label_decisions)
     assert changed.reused == 0
     assert [i for i, _ in changed.problems] == [t.task_id for t in relabelled]
+
+
+def test_a_reused_decision_the_audit_reads_again_must_agree_with_a_fresh_read(built):
+    """One reused decision in AUDIT_ONE_IN is read again from scratch: a builder whose cached reader went
+    wrong (planted here: every decision swapped for another twin's) is caught on those."""
+    from pipeline.noise.decidability import _audited
+
+    db, _, result = built
+    audited = [t for t in result.twins if _audited(t.task_id)]
+    assert audited, "the audit share picks some twins of this build"
+    twin = next(t for t in audited if t.noise_type is not NoiseType.AMBIGUOUS_REFERENCE)
+    other = next(t for t in result.twins if t.noise_type is NoiseType.AMBIGUOUS_REFERENCE)
+    planted = {twin.task_id: (twin, result.label_decisions[other.task_id][1])}
+    check = check_labels(db, [twin], known=planted)
+    assert check.reused == 1 and check.audited == 1
+    assert [i for i, _ in check.problems] == [twin.task_id] and "a fresh read" in check.problems[0][1]
