@@ -28,7 +28,9 @@ The load runs in phases so that a user fixes a bad folder in one pass:
 ``row_id`` is ``row_number() OVER () - 1`` over the CSV scan. DuckDB plans an empty ``OVER ()`` as
 a streaming window, which is not a parallel operator: the scan feeding it runs in one thread, in
 file order, whatever ``threads`` is (tests/pipeline/test_loader.py checks this on a file large
-enough that a parallel scan does reorder).
+enough that a parallel scan does reorder). The numbered rows are then stored sorted by
+``source_db.STORAGE_ORDER`` (subject_id, itemid where a table has them): row_id keeps the file
+position, only the physical order changes.
 """
 
 import csv
@@ -52,7 +54,7 @@ import duckdb
 from pipeline.capabilities import INTENT_TABLES, available_intents, disabled_intents, intents_needing, tables_for
 from pipeline.integrity import IntegrityReport, check_integrity, write_integrity
 from pipeline.schema import ROW_ID, SCHEMA_VERSION, TABLES, Column, Table, create_table_sql
-from pipeline.source_db import SourceInfo, atomic_database, row_counts, write_source_info
+from pipeline.source_db import SourceInfo, atomic_database, row_counts, storage_order, write_source_info
 from pipeline.vocabulary import Intent, SourceKind
 
 logger = logging.getLogger(__name__)
@@ -436,8 +438,11 @@ def _load_table(con: duckdb.DuckDBPyConnection, src: SourceFile, mapped: list[Co
     con.execute(create_table_sql(t))
     select = ", ".join(_ident(c.name) for c in t.columns)
     try:
-        rows = con.execute(f"INSERT INTO {_ident(t.name)} SELECT row_number() OVER () - 1 AS {ROW_ID}, "
-                           f"{select} FROM {_read_csv(src, mapped)}").fetchone()[0]
+        numbered = f"SELECT row_number() OVER () - 1 AS {ROW_ID}, {select} FROM {_read_csv(src, mapped)}"
+        order = storage_order([ROW_ID, *t.column_names])
+        if order:  # numbered in file order first, then stored in clustered order (source_db.STORAGE_ORDER)
+            numbered = f"SELECT * FROM ({numbered}) ORDER BY {order}"
+        rows = con.execute(f"INSERT INTO {_ident(t.name)} {numbered}").fetchone()[0]
     except duckdb.Error as e:
         return 0, _diagnose(con, src, mapped, e)
     if rows == 0:

@@ -154,6 +154,19 @@ DIGEST_METHOD = "rows-v1"
 _DIGEST_BATCH = 1 << 16
 
 
+# Tables are stored sorted by these columns, those of them a table has, then by row_id: a scan
+# filtered on a patient (or on an item, which templates filter chart and lab events on) then touches
+# few row groups, since each row group's min/max zone map covers a narrow range. row_id is not
+# changed by the sort: it stays the row's position in its source file, which patches address.
+STORAGE_ORDER = ("subject_id", "itemid")
+
+
+def storage_order(column_names) -> str | None:
+    """The ORDER BY a table's rows are stored in (quoted columns), or None to keep source order."""
+    keys = [k for k in STORAGE_ORDER if k in column_names]
+    return ", ".join(f'"{k}"' for k in [*keys, ROW_ID]) if keys else None
+
+
 def content_digest(db_path: Path) -> dict:
     """The database's identity by content: ``{"method", "sha256", "tables", "rows"}``.
 

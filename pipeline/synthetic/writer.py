@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from pipeline.schema import ROW_ID, TABLES, Column, Table, create_table_sql
+from pipeline.source_db import storage_order
 
 ARROW_TYPES: dict[str, pa.DataType] = {
     "BIGINT": pa.int64(),
@@ -189,6 +190,10 @@ class TableWriter:
         self._pending_rows[table] = 0
         self.con.register("_synthetic_batch", batch)
         try:
-            self.con.execute(f'INSERT INTO "{table}" SELECT * FROM _synthetic_batch')
+            # Sorted per batch: chunks come in ascending subject_id (ids count up across chunks),
+            # so the table ends up clustered by subject_id as loaded MIMIC-IV is (source_db.STORAGE_ORDER).
+            order = storage_order(batch.column_names)
+            self.con.execute(f'INSERT INTO "{table}" SELECT * FROM _synthetic_batch'
+                             + (f" ORDER BY {order}" if order else ""))
         finally:
             self.con.unregister("_synthetic_batch")
