@@ -169,10 +169,7 @@ def _materialize_in_worker(key: dg.AssetKey, partition: str | None, run_config: 
 def _instance_ref(instance: dg.DagsterInstance):
     """The reference workers reopen the instance by, or None for an in-memory one (the workers then
     record their runs in throwaway instances of their own; the build's result is the same)."""
-    try:
-        return instance.get_ref()
-    except Exception:  # an ephemeral instance has no reference to hand over
-        return None
+    return None if instance.is_ephemeral else instance.get_ref()
 
 
 def run_graph(defs: dg.Definitions, *, settings: Mapping[str, object], resources: Mapping | None = None,
@@ -269,5 +266,7 @@ def _run_partitions(everything, resources, instance, key, partitions, run_config
             pool.join()
         _FORKED.clear()
         messages.put(None)
-        relay_thread.join()
+        # A worker terminated mid-message can leave the queue unreadable: after an interrupt the relay
+        # (a daemon thread) is given a moment, not waited for.
+        relay_thread.join(timeout=None if finished else 5)
         messages.close()

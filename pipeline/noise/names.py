@@ -54,6 +54,10 @@ class NameSource:
     def names_sql(self, subject_id: int | None = None) -> str:
         return f"SELECT DISTINCT {self.name} FROM {self.events}{self._where(*self._conditions(subject_id))}"
 
+    def names_by_subject_sql(self) -> str:
+        """(subject_id, name) for every patient: ``names_sql(subject)`` for all patients in one scan."""
+        return f"SELECT DISTINCT e.subject_id, {self.name} FROM {self.events}{self._where(*self._conditions())}"
+
     def count_sql(self, literal: str, subject_id: int | None = None) -> str:
         """Events named exactly ``literal`` (a SQL literal), of one patient if given."""
         return (f"SELECT count(*) FROM {self.events}"

@@ -153,10 +153,8 @@ class _NameIndex:
     def _names_by_subject(self) -> dict[int, set[str]]:
         """Every patient's recorded names in one grouped scan: the same sets ``names_sql(subject)`` gives
         one patient at a time, without a scan of the event table per patient asked about."""
-        where = f" WHERE {self.source.where}" if self.source.where else ""
         out: dict[int, set[str]] = {}
-        for subject, name in self.con.execute(
-                f"SELECT DISTINCT e.subject_id, {self.source.name} FROM {self.source.events}{where}").fetchall():
+        for subject, name in self.con.execute(self.source.names_by_subject_sql()).fetchall():
             if subject is not None and name is not None:
                 out.setdefault(int(subject), set()).add(name.strip().casefold())
         return out

@@ -63,5 +63,5 @@ def test_a_failing_partition_fails_the_parallel_build_where_a_serial_build_fails
     run = run_graph(_without_source(paths), settings={**SETTINGS, "level_shares": {"record": 2.0}},
                     log_level="CRITICAL", workers=2)
     assert not run.success
-    assert run.failed.asset == AssetName.NOISE_PAIRS.value
+    assert (run.failed.asset, run.failed.partition) == (AssetName.NOISE_PAIRS.value, "record")
     assert not (paths.releases / "1.0.0").exists()
