@@ -10,8 +10,11 @@ database.
 
     python benchmarks/scale.py                         # 1,000, 10,000 and 30,000 patients
     python benchmarks/scale.py --sizes 1000 10000 30000 100000 --workers 2
+    python benchmarks/scale.py --sizes 365000 --results scale.json   # add one size to earlier ones
 
-Prints markdown tables; paste them under "Scale" in benchmarks/README.md.
+``--results FILE`` keeps each size's measurements as it finishes (sizes already in the file are not
+run again, and the tables and fits cover every size in it), so a long series survives an
+interruption and a later size can join the earlier ones. Prints markdown tables; paste them under "Scale" in benchmarks/README.md.
 """
 
 import argparse
@@ -20,9 +23,10 @@ import math
 import os
 import sys
 import tempfile
+from dataclasses import asdict
 from pathlib import Path
 
-from build_timing import BuildRun, timed_build  # benchmarks/build_timing.py
+from build_timing import BuildRun, StageTime, timed_build  # benchmarks/build_timing.py
 
 FULL_MIMIC_PATIENTS = 364_627
 TWO_HOURS = 7200.0
@@ -49,34 +53,59 @@ def _fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
     return math.exp(my - b * mx), b
 
 
+def _read_results(path: Path | None) -> dict[int, tuple[BuildRun, dict]]:
+    if path is None or not path.exists():
+        return {}
+    out = {}
+    for entry in json.loads(path.read_text()):
+        run = dict(entry["run"], stages=[StageTime(**s) for s in entry["run"]["stages"]])
+        out[int(entry["patients"])] = (BuildRun(**run), entry["facts"])
+    return out
+
+
+def _write_results(path: Path | None, runs: list[tuple[int, BuildRun, dict]]) -> None:
+    if path is None:
+        return
+    entries = [{"patients": n, "run": asdict(run), "facts": facts} for n, run, facts in sorted(runs, key=lambda r: r[0])]
+    path.write_text(json.dumps(entries, indent=1) + "\n")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 30_000])
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--results", type=Path, help="JSON file to keep each size's measurements in and reuse")
     args = parser.parse_args()
-    runs: list[tuple[int, BuildRun, dict]] = []
+    earlier = _read_results(args.results)
+    runs: list[tuple[int, BuildRun, dict]] = [(n, run, facts) for n, (run, facts) in earlier.items()]
     load = os.getloadavg()[0]
     for n in args.sizes:
+        if n in earlier:
+            continue
+        before = os.getloadavg()[0]
         with tempfile.TemporaryDirectory(prefix="robustgym-scale-") as tmp:
             work = Path(tmp)
             run = timed_build(["--patients", str(n), "--seed", str(args.seed)], args.workers, work)
             if run.code:
                 print(f"{n} patients: the build failed (exit {run.code}):\n{run.tail}", file=sys.stderr)
                 return 1
-            facts = _facts(work)
+            facts = dict(_facts(work), load=[round(before, 2), round(os.getloadavg()[0], 2)])
         runs.append((n, run, facts))
+        _write_results(args.results, runs)
         print(f"{n} patients: {run.wall:.0f} s, peak {run.peak_rss_mib:.0f} MiB, {facts['rows']:,} rows", flush=True)
 
+    runs.sort(key=lambda r: r[0])
     stages = [s.asset for s in runs[0][1].stages]
     print(f"\n{os.cpu_count()} cores, --workers {args.workers}; load average {load:.2f} before, "
           f"{os.getloadavg()[0]:.2f} after\n")
-    print("| patients | rows | DB MiB | clean tasks | twins | peak RSS MiB | whole release s | "
+    print("| patients | load avg before/after | rows | DB MiB | clean tasks | twins | peak RSS MiB | whole release s | "
           + " | ".join(f"{s} s" for s in stages) + " |")
-    print("| " + " | ".join(["---:"] * (7 + len(stages))) + " |")
+    print("| " + " | ".join(["---:"] * (8 + len(stages))) + " |")
     for n, run, f in runs:
         by = {s.asset: s.wall for s in run.stages}
-        print(f"| {n:,} | {f['rows']:,} | {f['db_mib']:.0f} | {f['clean']:,} | {f['twins']:,} | "
+        load_pair = "/".join(f"{x:.1f}" for x in f.get("load", [])) or "-"
+        print(f"| {n:,} | {load_pair} | {f['rows']:,} | {f['db_mib']:.0f} | {f['clean']:,} | {f['twins']:,} | "
               f"{run.peak_rss_mib:.0f} | {run.wall:.0f} | " + " | ".join(f"{by.get(s, 0):.1f}" for s in stages) + " |")
     if len(runs) < 2:
         return 0
