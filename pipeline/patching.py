@@ -7,8 +7,8 @@ written against the unqualified MIMIC-IV names (gold SQL, an agent's SQL) then s
 Building the views costs time proportional to the patch, not to the tables.
 """
 
-from collections import defaultdict
-from collections.abc import Iterator
+from collections import OrderedDict, defaultdict
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import duckdb
@@ -70,3 +70,30 @@ def patched(con: duckdb.DuckDBPyConnection, patch: Patch, catalog: str | None = 
     finally:
         for name in names:
             con.execute(f'DROP VIEW IF EXISTS temp.main."{name}"')
+
+
+class RowsMemo:
+    """The rows of the last few (patch, SQL) pairs run on one connection.
+
+    A twin's proof and its label check both ask the gold SQL of the same patched database; the second
+    asking reads the rows the first one got instead of running the query again. The key is the patch
+    and the exact SQL text, so only the same question of the same database is ever answered from here.
+    """
+
+    def __init__(self, size: int = 8):
+        self.size = size
+        self._rows: OrderedDict[tuple[Patch, str], list[tuple]] = OrderedDict()
+        self.hits = 0
+
+    def rows(self, patch: Patch, sql: str, run: Callable[[], list[tuple]]) -> list[tuple]:
+        """The rows of ``sql`` under ``patch``: remembered, or ``run()`` (with the patch already laid)."""
+        key = (patch, sql)
+        if key in self._rows:
+            self._rows.move_to_end(key)
+            self.hits += 1
+            return self._rows[key]
+        found = run()
+        self._rows[key] = found
+        if len(self._rows) > self.size:
+            self._rows.popitem(last=False)
+        return found

@@ -28,6 +28,7 @@ from pipeline.noise.proof import Prover
 from pipeline.noise.record_facts import FactReader
 from pipeline.noise.registry import Draft, DropReason, Injector, injectors
 from pipeline.noise.status_rules import decide, disagreement
+from pipeline.patching import RowsMemo
 from pipeline.release.splits import split_of_task
 from pipeline.source_db import read_source_info
 from pipeline.task_model import NamedValue, Outcome, Task
@@ -90,8 +91,9 @@ class _Builder:
     def __init__(self, con: duckdb.DuckDBPyConnection, config: NoiseConfig, seed: int, templates, flagged=None):
         self.con, self.config, self.seed = con, config, seed
         self.lookup = SourceLookup(con)
-        self.prover = Prover(con)
-        self.reader = FactReader(con, templates, flagged=flagged)
+        memo = RowsMemo()  # a twin's proof and label check ask its gold SQL once between them
+        self.prover = Prover(con, memo)
+        self.reader = FactReader(con, templates, flagged=flagged, memo=memo)
         self.dropped: Counter = Counter()
         self.examples: dict = {}
         self.proof_ms: list[float] = []

@@ -21,6 +21,7 @@ docs/architecture.md names:
 """
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +33,7 @@ from pipeline.answers import Observed, observe
 from pipeline.noise.names import NAME_SOURCES, NAMED_KINDS, NameSource
 from pipeline.noise.physiology import conversions_for, format_value
 from pipeline.noise.row_roles import ENTITY_OF_SLOT, conflict_key, roles
-from pipeline.patching import patched
+from pipeline.patching import RowsMemo, patched
 from pipeline.schema import ROW_ID, TABLES_BY_NAME
 from pipeline.task_model import AnswerValue, Patch, RowRef, Task, ValueChange
 from pipeline.vocabulary import AnswerType, Level, Operation, SlotKind, Status, Variant
@@ -109,14 +110,19 @@ def _norm(expr: str) -> str:
 
 
 class _NameIndex:
-    """One name source's names on the unpatched database, read once: what a task whose patch leaves
-    the source's tables alone sees too."""
+    """One name source's names on the unpatched database, with how many events carry each (in all, and
+    per patient asked about), read once: what a task whose patch leaves the source's tables alone
+    sees, and a floor for one whose patch hides or rewrites some of their rows."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, source: NameSource):
         self.con, self.source = con, source
         where = f" WHERE {source.where}" if source.where else ""
-        rows = con.execute(f"SELECT DISTINCT trim({source.name}) FROM {source.events}{where}").fetchall()
+        rows = con.execute(f"SELECT trim({source.name}), count(*) FROM {source.events}{where} GROUP BY 1").fetchall()
         self.recorded = {r[0].casefold(): r[0] for r in rows if r[0] is not None}
+        self.events_named: Counter = Counter()
+        for name, n in rows:
+            if name is not None:
+                self.events_named[name.casefold()] += n
         self.folded_sorted = sorted(self.recorded)
         self.listed: set[str] = set()
         if source.dictionary is not None:
@@ -124,7 +130,9 @@ class _NameIndex:
             dwhere = f" WHERE {source.dictionary_where}" if source.dictionary_where else ""
             self.listed = {r[0].strip().casefold() for r in con.execute(
                 f'SELECT DISTINCT "{column}" FROM "{table}"{dwhere}').fetchall() if r[0] is not None}
-        self.by_subject: dict[int, set[str]] | None = None  # read on first use
+        # Patients' names are read one patient at a time, when first asked: a task set names a few
+        # thousand patients at most, and every patient's names at once would not fit a full MIMIC-IV.
+        self._of_subject: dict[int, Counter] = {}
 
     def known(self, value: str) -> bool:
         v = value.strip().casefold()
@@ -142,22 +150,23 @@ class _NameIndex:
                 out.add(self.recorded[folded])
         return out
 
-    def recorded_for(self, value: str, subject: int | None) -> bool:
+    def events(self, value: str, subject: int | None = None) -> int:
+        """Events named ``value`` (of one patient, if given) on the unpatched database."""
         v = value.strip().casefold()
-        if subject is None:
-            return v in self.recorded
-        if self.by_subject is None:
-            self.by_subject = self._names_by_subject()
-        return v in self.by_subject.get(int(subject), ())
+        return self.events_named[v] if subject is None else self.of_subject(int(subject))[v]
 
-    def _names_by_subject(self) -> dict[int, set[str]]:
-        """Every patient's recorded names in one grouped scan: the same sets ``names_sql(subject)`` gives
-        one patient at a time, without a scan of the event table per patient asked about."""
-        out: dict[int, set[str]] = {}
-        for subject, name in self.con.execute(self.source.names_by_subject_sql()).fetchall():
-            if subject is not None and name is not None:
-                out.setdefault(int(subject), set()).add(name.strip().casefold())
-        return out
+    def recorded_for(self, value: str, subject: int | None) -> bool:
+        return self.events(value, subject) > 0
+
+    def of_subject(self, subject: int) -> Counter:
+        """One patient's recorded names (case-folded) and how many events carry each."""
+        if subject not in self._of_subject:
+            found: Counter = Counter()
+            for name, n in self.con.execute(self.source.names_of_subject_sql(subject)).fetchall():
+                if name is not None:
+                    found[name.strip().casefold()] += n
+            self._of_subject[subject] = found
+        return self._of_subject[subject]
 
 
 class FactReader:
@@ -169,14 +178,17 @@ class FactReader:
     fact of the task's own database.
     """
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, templates, *, flagged: Flagged | None = None):
+    def __init__(self, con: duckdb.DuckDBPyConnection, templates, *, flagged: Flagged | None = None,
+                 memo: RowsMemo | None = None):
         self.con = con
+        self.memo = memo or RowsMemo()
         self.templates = templates  # template id -> template
         self.catalog = con.execute("SELECT current_database()").fetchone()[0]
         self.tables = {r[0] for r in con.execute(
             "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
             "AND schema_name = 'main'").fetchall()}
         self._indexes: dict[NameSource, _NameIndex] = {}
+        self._unpatched: duckdb.DuckDBPyConnection | None = None
         # The source's own anomalous rows, read once before any patch is laid (the source audit's).
         self.flagged: Flagged = flagged if flagged is not None else flag_rows(con, self.tables)
         self._natural_detached = {t: set().union(*(kinds.get(k, frozenset()) for k in DETACHED_KINDS))
@@ -304,7 +316,11 @@ class FactReader:
 
     def _index(self, source: NameSource) -> _NameIndex:
         if source not in self._indexes:
-            self._indexes[source] = _NameIndex(self.con, source)
+            if self._unpatched is None:
+                # A cursor is a connection of its own: the patch views laid on self.con do not reach it,
+                # so an index read while a task's patch is laid still reads the source as it is.
+                self._unpatched = self.con.cursor()
+            self._indexes[source] = _NameIndex(self._unpatched, source)
         return self._indexes[source]
 
     @staticmethod
@@ -319,6 +335,13 @@ class FactReader:
         read = set(re.findall(r"\be\.(\w+)", f"{source.events} {source.name} {source.where}")) | {"subject_id"}
         return any(u.table == source.events_table and u.column in read for u in patch.update)
 
+    @staticmethod
+    def _rows_changed(source: NameSource, patch: Patch) -> int:
+        """Rows of the source's event table the patch hides or rewrites."""
+        table = source.events_table
+        return len({r.row_id for r in patch.hide if r.table == table}
+                   | {u.row_id for u in patch.update if u.table == table})
+
     def _names(self, task: Task, slots: dict[str, str], kinds: dict[str, SlotKind], touched) -> list[NameFact]:
         patch = task.patch
         subject = task.subject_id if task.level is Level.PATIENT else None
@@ -329,11 +352,18 @@ class FactReader:
             value = slots[name]
             known, recorded, readings = False, False, set()
             for source in self._sources(kind):
-                if self._changes_names(source, patch):  # the patch may change this source's names: read them
-                    source_known = bool(self._count(source.exact_count_sql(value)))
+                if self._changes_names(source, patch):  # the patch may change this source's names
+                    # A patch takes a name away from at most the event rows it hides or rewrites, and
+                    # leaves a dictionary it does not touch as it is: past that floor, read under the patch.
+                    index, lost = self._index(source), self._rows_changed(source, patch)
+                    floor_holds = not set(source.tables[1:]) & patch.tables
+                    source_known = floor_holds and (value.strip().casefold() in index.listed
+                                                    or index.events(value) > lost) \
+                        or bool(self._count(source.exact_count_sql(value)))
                     if not source_known:
                         readings |= {r for (r,) in self.con.execute(source.refinements_sql(value)).fetchall()}
-                    recorded = recorded or bool(self._count(source.exact_count_sql(value, subject, recorded=True)))
+                    recorded = recorded or floor_holds and index.events(value, subject) > lost \
+                        or bool(self._count(source.exact_count_sql(value, subject, recorded=True)))
                 else:
                     index = self._index(source)
                     source_known = index.known(value)
@@ -347,10 +377,11 @@ class FactReader:
     # ------------------------------------------------------------ the answer and its rows
 
     def _gold(self, template, slots: dict[str, str], task: Task) -> Observed:
-        return self.observe(template.render_sql(slots), task.answer_type, template)
+        return self.observe(template.render_sql(slots), task.answer_type, template, task.patch)
 
-    def observe(self, sql: str, answer_type: AnswerType, template) -> Observed:
-        rows = self.con.execute(sql).fetchall()
+    def observe(self, sql: str, answer_type: AnswerType, template, patch: Patch) -> Observed:
+        """``sql``'s answer on the database as ``patch`` leaves it (which must be laid already)."""
+        rows = self.memo.rows(patch, sql, lambda: self.con.execute(sql).fetchall())
         return observe(answer_type, rows, decimals=int(getattr(template, "decimals", 2)))
 
     def _scope(self, template, slots: dict[str, str]) -> dict[str, list[int]]:
@@ -407,7 +438,7 @@ class FactReader:
     def _checked_in_python(self, table_name: str, ids: list[int], patch: Patch) -> list[Anomaly] | None:
         """The anomalies of the scope rows, by ``RowChecker`` over them and their partners (one query),
         or None when the items' usual units are not settled under this patch (then SQL decides)."""
-        cur = self.con.execute(_partner_rows_sql(table_name, ids, self._subjects_of(table_name, ids)))
+        cur = self.con.execute(_partner_rows_sql(table_name, ids))
         cols = [d[0] for d in cur.description]
         rows = [dict(zip(cols, r)) for r in cur.fetchall()]
         scope = set(ids)
@@ -420,13 +451,6 @@ class FactReader:
                 return None
         return [Anomaly(kind, table_name, int(rid), detail)
                 for kind, rid, detail in self.checker.anomalies(table_name, rows, scope)]
-
-    def _subjects_of(self, table_name: str, ids: list[int]) -> list[int] | None:
-        if "subject_id" not in TABLES_BY_NAME[table_name].column_names:
-            return None
-        return sorted({r[0] for r in self.con.execute(
-            f'SELECT DISTINCT subject_id FROM "{table_name}" WHERE row_id IN ({", ".join(map(str, ids))})').fetchall()
-            if r[0] is not None})
 
     def _rows_of_scope_patients(self, table_name: str, scope_sql: str) -> str:
         if "subject_id" not in TABLES_BY_NAME[table_name].column_names:
@@ -539,8 +563,9 @@ class FactReader:
                 patch = Patch(hide=tuple(RowRef(t, r) for t, r in rows))
             else:
                 continue
-            with patched(self.con, _merged(task.patch, patch), self.catalog):
-                out[status] = self.observe(sql, task.answer_type, template)
+            merged = _merged(task.patch, patch)
+            with patched(self.con, merged, self.catalog):
+                out[status] = self.observe(sql, task.answer_type, template, merged)
         return out
 
     def _converted_back(self, rows: list[tuple[str, int]]) -> tuple[ValueChange, ...] | None:
@@ -576,24 +601,31 @@ _DICTIONARIES = frozenset(name for name, t in TABLES_BY_NAME.items() if t.dictio
 _SCOPE_ROWS = "_rg_scope_patient_rows"
 
 
-def _partner_rows_sql(table_name: str, ids: list[int], subjects: list[int] | None) -> str:
+def _partner_rows_sql(table_name: str, ids: list[int]) -> str:
     """The scope rows and every row that could be their duplicate or conflicting copy: rows sharing the
     natural key or the conflict key (patient, encounter, item, time) of one of them. Partners are
     looked for among the scope's patients' rows (a duplicate of a patient's row is that patient's),
-    which a table stored by patient reads in a few row groups."""
+    which a table stored by patient reads in a few row groups; the scope rows are read once, and the
+    table scanned once more for all the keys together."""
     from pipeline.noise.anomalies import conflict_values
 
     listed = ", ".join(map(str, ids))
-    mine = f"subject_id IN ({', '.join(map(str, subjects)) or 'NULL'})" if subjects is not None else "TRUE"
-    parts = [f'SELECT * FROM "{table_name}" WHERE row_id IN ({listed})']
     spec = TABLES_BY_NAME[table_name]
     keys = [spec.key] + ([conflict_key(table_name)] if conflict_key(table_name) and conflict_values(table_name) else [])
+    shares = [f"x.row_id IN ({listed})"]
     for key in keys:
         if key:
-            cols = ", ".join(f'"{k}"' for k in key)
-            parts.append(f'SELECT x.* FROM "{table_name}" AS x SEMI JOIN (SELECT {cols} FROM "{table_name}" '
-                         f'WHERE row_id IN ({listed})) AS s USING ({cols}) WHERE x.{mine}')
-    return " UNION ".join(parts)
+            shares.append(f"({', '.join(f'x.{_q(k)}' for k in key)}) IN "
+                          f"(SELECT ({', '.join(_q(k) for k in key)}) FROM s)")
+    scope = f'WITH s AS MATERIALIZED (SELECT * FROM "{table_name}" WHERE row_id IN ({listed})) '
+    if "subject_id" not in spec.column_names:
+        return scope + f'SELECT x.* FROM "{table_name}" AS x WHERE {" OR ".join(shares)}'
+    return (scope + f'SELECT x.* FROM "{table_name}" AS x WHERE x.subject_id IN (SELECT subject_id FROM s) '
+            f'AND ({" OR ".join(shares)}) UNION ALL SELECT * FROM s WHERE subject_id IS NULL')
+
+
+def _q(column: str) -> str:
+    return f'"{column}"'
 
 
 def _by_table(refs) -> dict[str, list[int]]:
