@@ -54,9 +54,10 @@ class NameSource:
     def names_sql(self, subject_id: int | None = None) -> str:
         return f"SELECT DISTINCT {self.name} FROM {self.events}{self._where(*self._conditions(subject_id))}"
 
-    def names_by_subject_sql(self) -> str:
-        """(subject_id, name) for every patient: ``names_sql(subject)`` for all patients in one scan."""
-        return f"SELECT DISTINCT e.subject_id, {self.name} FROM {self.events}{self._where(*self._conditions())}"
+    def names_of_subject_sql(self, subject_id: int) -> str:
+        """(name, events) of one patient: ``names_sql(subject)`` with how many events carry each name."""
+        return (f"SELECT trim({self.name}), count(*) FROM {self.events}"
+                f"{self._where(*self._conditions(subject_id))} GROUP BY 1")
 
     def count_sql(self, literal: str, subject_id: int | None = None) -> str:
         """Events named exactly ``literal`` (a SQL literal), of one patient if given."""

@@ -18,9 +18,10 @@ import duckdb
 
 from pipeline.answers import DEFAULT_DECIMALS, Observed, answer_text, answers_match, observe
 from pipeline.noise.case import CleanCase, sql_text
+from pipeline.noise.name_counts import NameCounts
 from pipeline.noise.registry import Draft, DropReason, Effect, PremiseFact
 from pipeline.noise.row_roles import conflict_key
-from pipeline.patching import patched
+from pipeline.patching import RowsMemo, patched
 from pipeline.task_model import AnswerValue, Patch, Proof
 from pipeline.vocabulary import AnswerType, ProofCheck
 
@@ -74,19 +75,24 @@ def scope_problems(case: CleanCase, patch: Patch) -> list[str]:
 class Prover:
     """Runs proofs on one connection to the source database."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection):
+    def __init__(self, con: duckdb.DuckDBPyConnection, memo: RowsMemo | None = None):
         self.con = con
+        self.memo = memo or RowsMemo()
+        self.names = NameCounts(con)
         # Looked up once: patched() would otherwise ask for it on every application.
         self.catalog = con.execute("SELECT current_database()").fetchone()[0]
 
     def run_gold(self, sql: str, answer_type: AnswerType, decimals: int, patch: Patch | None = None) -> Observed:
         """Execute ``sql`` (under ``patch`` if given) and normalise its rows as ``answer_type``."""
-        if patch is not None and not patch.is_empty:
+        patch = patch or Patch()
+
+        def run() -> list[tuple]:
+            if patch.is_empty:
+                return self.con.execute(sql).fetchall()
             with patched(self.con, patch, self.catalog):
-                rows = self.con.execute(sql).fetchall()
-        else:
-            rows = self.con.execute(sql).fetchall()
-        return observe(answer_type, rows, decimals=decimals)
+                return self.con.execute(sql).fetchall()
+
+        return observe(answer_type, self.memo.rows(patch, sql, run), decimals=decimals)
 
     def answer_under(self, case: CleanCase, patch: Patch) -> Observed:
         """What the clean task's gold SQL gives on the database as ``patch`` leaves it."""
@@ -133,7 +139,8 @@ class Prover:
         seen = []
         for fact in draft.premise:
             try:
-                n = self.distinct_answers(case, fact) if fact.answers else self.count(fact.sql)
+                n = self.distinct_answers(case, fact) if fact.answers else \
+                    self.names.count(fact.counted) if fact.counted is not None else self.count(fact.sql)
             except duckdb.Error as exc:
                 return Verdict(None, None, DropReason.GOLD_SQL_FAILED, f"{fact.claim}: {str(exc).splitlines()[0]}")
             if not fact.holds(n):

@@ -26,6 +26,7 @@ from random import Random
 from pipeline.noise.case import CleanCase, SourceLookup
 from pipeline.noise.edits import pick
 from pipeline.noise.made_up import MadeUp
+from pipeline.noise.name_counts import NameCount
 from pipeline.noise.names import NAME_SOURCES, NAMED_KINDS, NameSource, dictionary_names, present, \
     recorded_names, refines, source_of
 from pipeline.noise.proof import literal
@@ -79,7 +80,7 @@ class NonexistentEntity(Injector):
             fake = made_up.name(source, case.split, rng) if source is not None else None
             if fake is None:
                 continue
-            facts = tuple(PremiseFact(f"entries named {fake!r} ({s.events_table})", s.exact_count_sql(fake), "==", 0)
+            facts = tuple(_named(f"entries named {fake!r} ({s.events_table})", NameCount(s, fake), "==", 0)
                           for s in NAME_SOURCES if s.kind is kind and present(lookup, s))
             yield Draft(_params(slot=name, original=case.slots[name], nonexistent=fake, name_pool=case.split.value),
                         self.status, slots=_with(case, name, fake), premise=facts)
@@ -113,10 +114,10 @@ class FalsePremise(Injector):
                 scope = "events of any patient"
             others = [n for n in pick(pool, NAMES_TRIED + len(mine), rng) if n.strip().casefold() not in mine]
             for other in others[:NAMES_TRIED]:
-                facts = tuple(PremiseFact(f"{scope} named {other!r} ({s.events_table})",
-                                          s.exact_count_sql(other, subject, recorded=True), "==", 0)
+                facts = tuple(_named(f"{scope} named {other!r} ({s.events_table})",
+                                     NameCount(s, other, subject, recorded=True), "==", 0)
                               for s in NAME_SOURCES if s.kind is kind and present(lookup, s))
-                facts += (PremiseFact(f"names {other!r} known to the database", _known_sql(source, other), ">=", 1),)
+                facts += (_named(f"names {other!r} known to the database", NameCount(source, other), ">=", 1),)
                 yield Draft(_params(slot=name, original=case.slots[name], presumed=other, scope=scope),
                             self.status, slots=_with(case, name, other), premise=facts)
 
@@ -139,8 +140,9 @@ def _sorted(lookup: SourceLookup, source: NameSource, which: str) -> list[str]:
     return lookup.memo[key]
 
 
-def _known_sql(source: NameSource, name: str) -> str:
-    return source.exact_count_sql(name)
+def _named(claim: str, count: NameCount, op: str, value: int) -> PremiseFact:
+    """A premise on how many entries carry a name: its SQL, and the count the prover reads it from."""
+    return PremiseFact(claim, count.sql, op, value, counted=count)
 
 
 def _record_span_sql(case: CleanCase, lookup: SourceLookup, subject: int | None) -> tuple[str, list[str]]:
@@ -332,7 +334,7 @@ class AmbiguousReference(Injector):
                 facts = (
                     PremiseFact(f"recorded names for {scope} refining {general!r}",
                                 f"SELECT count(*) FROM ({source.refinements_sql(general, subject)})", ">=", 2),
-                    PremiseFact(f"names exactly {general!r}", source.exact_count_sql(general), "==", 0),
+                    _named(f"names exactly {general!r}", NameCount(source, general), "==", 0),
                     PremiseFact(f"distinct answers over {len(chosen)} readings", "", ">=", 2, answers=golds),
                 )
                 yield Draft(_params(slot=name, original=clean, reference=general, readings="|".join(readings)),

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from random import Random
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pipeline.answers import Observed, Problem
 from pipeline.noise.case import CleanCase, SourceLookup, measure_of
@@ -97,8 +97,13 @@ class PremiseFact:
     op: str  # "==" or ">="
     value: int
     answers: tuple[str, ...] = ()
+    # When ``sql`` counts entries named something (a ``name_counts.NameCount``): the prover reads the
+    # count from per-source tallies instead of scanning the event table again. ``sql`` is what it stores.
+    counted: Any = None
 
     def __post_init__(self):
+        if self.counted is not None and self.counted.sql != self.sql:
+            raise ValueError(f"premise {self.claim!r}: its SQL is not the count it names")
         if self.op not in ("==", ">="):
             raise ValueError(f"premise {self.claim!r}: op must be '==' or '>=', got {self.op!r}")
 

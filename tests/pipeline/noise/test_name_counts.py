@@ -1,0 +1,66 @@
+"""A premise's name count read from the per-source tallies is the count its stored SQL gives."""
+
+import duckdb
+import pytest
+
+from pipeline.noise.name_counts import NameCount, NameCounts
+from pipeline.noise.names import NAME_SOURCES
+from pipeline.noise.registry import PremiseFact
+from pipeline.patching import patched
+from pipeline.task_model import Patch, RowRef
+
+
+def _sql_count(con, sql: str) -> int:
+    (n,), = con.execute(sql).fetchall()
+    return int(n or 0)
+
+
+@pytest.mark.parametrize("db_name", ["demo_full_db", "synthetic_db"])
+def test_every_sources_tallies_give_what_exact_count_sql_gives(db_name, request):
+    db = request.getfixturevalue(db_name)
+    with duckdb.connect(str(db), read_only=True) as con:
+        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        subjects = [r[0] for r in con.execute("SELECT subject_id FROM patients ORDER BY subject_id LIMIT 40").fetchall()]
+        counts = NameCounts(con)
+        compared = nonzero = 0
+        for source in NAME_SOURCES:
+            if not all(t in tables for t in source.tables):
+                continue
+            recorded = sorted(r[0] for r in con.execute(source.names_sql()).fetchall() if r[0] is not None)
+            names = recorded[:3] + recorded[-3:] + ["No such name at all"]
+            names += [f"  {n.upper()} " for n in recorded[:2]]  # case and spaces aside, as the SQL compares
+            if source.dictionary is not None:
+                table, column = source.dictionary
+                names += [r[0] for r in con.execute(f'SELECT "{column}" FROM "{table}" ORDER BY 1 LIMIT 3').fetchall()]
+            for value in names:
+                for subject in (None, *subjects[::13]):
+                    for recorded_only in (False, True):
+                        asked = NameCount(source, value, subject, recorded_only)
+                        expected = _sql_count(con, asked.sql)
+                        assert counts.count(asked) == expected, (source.events, value, subject, recorded_only)
+                        compared += 1
+                        nonzero += expected > 0
+        assert compared > 500 and nonzero > 50, (compared, nonzero)
+
+
+def test_the_tallies_read_the_source_as_it_is_while_a_patch_is_laid(demo_full_db):
+    """A patch laid on the prover's connection (a record twin's) does not leak into the tallies."""
+    with duckdb.connect(str(demo_full_db), read_only=True) as con:
+        source = next(s for s in NAME_SOURCES if s.events_table == "prescriptions")
+        subject, drug, row_id = con.execute("SELECT subject_id, drug, row_id FROM prescriptions "
+                                            "ORDER BY row_id LIMIT 1").fetchone()
+        asked = NameCount(source, drug, subject, recorded=True)
+        before = _sql_count(con, asked.sql)
+        hide = Patch(hide=tuple(RowRef("prescriptions", r) for (r,) in con.execute(
+            "SELECT row_id FROM prescriptions WHERE subject_id = ? AND drug = ?", [subject, drug]).fetchall()))
+        with patched(con, hide):
+            assert _sql_count(con, asked.sql) == 0
+            assert NameCounts(con).count(asked) == before > 0
+
+
+def test_a_premise_naming_a_count_must_carry_that_counts_sql():
+    source = NAME_SOURCES[0]
+    asked = NameCount(source, "Glucose")
+    assert PremiseFact("named", asked.sql, "==", 0, counted=asked).counted is asked
+    with pytest.raises(ValueError, match="not the count it names"):
+        PremiseFact("named", NameCount(source, "Sodium").sql, "==", 0, counted=asked)
