@@ -243,8 +243,9 @@ class FactReader:
                 scope = self._scope(template, slots)
             anomalies = self._anomalies(scope, task.patch)
             anomalies += self._detached(task, template, slots, kinds, {(a.table, a.row_id) for a in anomalies})
-            set_aside = self._set_aside(task, template, slots, anomalies)
-            return _replace(facts, gold=gold, anomalies=tuple(anomalies), set_aside=set_aside)
+            aside = self._aside_patches(task, anomalies)
+        set_aside = self._set_aside(task, template, slots, aside)
+        return _replace(facts, gold=gold, anomalies=tuple(anomalies), set_aside=set_aside)
 
     # ------------------------------------------------------------ premises
 
@@ -549,21 +550,27 @@ class FactReader:
             self._outside_by_encounter[table_name] = by
         return self._outside_by_encounter[table_name]
 
-    def _set_aside(self, task: Task, template, slots, anomalies: list[Anomaly]) -> dict[Status, Observed]:
-        out: dict[Status, Observed] = {}
-        sql = template.render_sql(slots)
+    def _aside_patches(self, task: Task, anomalies: list[Anomaly]) -> dict[Status, Patch]:
+        """Per status that can be set aside, the task's patch plus what sets its rows aside (hidden, or
+        converted back to the usual unit). Read with the task's patch laid: the rows as its record has them."""
+        out: dict[Status, Patch] = {}
         for status in sorted({a.status for a in anomalies}):
             rows = sorted({(a.table, a.row_id) for a in anomalies if a.status is status})
             if status is Status.UNIT_INCONSISTENCY:
                 changes = self._converted_back(rows)
                 if changes is None:
                     continue
-                patch = Patch(update=changes)
+                out[status] = _merged(task.patch, Patch(update=changes))
             elif status in (Status.INCONSISTENT_RECORD, Status.IMPLAUSIBLE_VALUE):
-                patch = Patch(hide=tuple(RowRef(t, r) for t, r in rows))
-            else:
-                continue
-            merged = _merged(task.patch, patch)
+                out[status] = _merged(task.patch, Patch(hide=tuple(RowRef(t, r) for t, r in rows)))
+        return out
+
+    def _set_aside(self, task: Task, template, slots, patches: dict[Status, Patch]) -> dict[Status, Observed]:
+        """The answer with each status's rows set aside; each patch is laid on its own (not nested in the
+        task's views, which a nested patch's exit would drop)."""
+        sql = template.render_sql(slots)
+        out: dict[Status, Observed] = {}
+        for status, merged in patches.items():
             with patched(self.con, merged, self.catalog):
                 out[status] = self.observe(sql, task.answer_type, template, merged)
         return out
