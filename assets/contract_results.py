@@ -4,11 +4,11 @@ Shared by every stage's contract checks, which run next to the assets they guard
 """
 
 import dagster as dg
-import duckdb
 
 from assets.gate import EVIDENCE
 from assets.resources import ProjectPaths
 from pipeline.contracts import Contract, ContractResult, results_markdown
+from pipeline.duckdb_memory import open_read_only
 from pipeline.source_db import read_source_info
 
 
@@ -46,5 +46,5 @@ def source_fingerprint(paths: ProjectPaths) -> str:
     """The fingerprint of the source database the tasks must have been built on."""
     if not paths.source_db.exists():
         raise dg.Failure(f"no source database at {paths.source_db}: materialize source_database first")
-    with duckdb.connect(str(paths.source_db), read_only=True) as con:
+    with open_read_only(paths.source_db) as con:
         return read_source_info(con).fingerprint

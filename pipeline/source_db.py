@@ -25,6 +25,7 @@ from pathlib import Path
 
 import duckdb
 
+from pipeline.duckdb_memory import open_read_only
 from pipeline.schema import ROW_ID, TABLES
 
 META_TABLE = "_robustgym_meta"
@@ -176,7 +177,7 @@ def content_digest(db_path: Path) -> dict:
     """
     digest = hashlib.sha256(DIGEST_METHOD.encode())
     rows = 0
-    with duckdb.connect(str(db_path), read_only=True) as con:
+    with open_read_only(db_path) as con:
         tables = [r[0] for r in con.execute(
             "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
             "AND schema_name = 'main' ORDER BY table_name").fetchall()]

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Optional
 
 import dagster as dg
-import duckdb
 
 from assets.automation import REBUILD_AFTER_UPSTREAM
 from assets.contract_results import contract_check_name, contract_check_result, source_fingerprint
@@ -30,6 +29,8 @@ from pipeline.contracts import (
     check_task_set,
     results_markdown,
 )
+from pipeline.duckdb_memory import open_read_only
+from pipeline.progress import reporter
 from pipeline.release import build_release
 from pipeline.release.assembly import collect_pairs
 from pipeline.release.diff import diff_markdown
@@ -38,7 +39,6 @@ from pipeline.release.publication import DEFAULT_CREATOR
 from pipeline.release.publish import check_all_split
 from pipeline.release.splits import assign_splits, normalise_shares
 from pipeline.release.task_files import read_tasks, tasks_table, write_tasks
-from pipeline.progress import reporter
 from pipeline.source_db import read_source_info
 from pipeline.task_model import tasks_from_arrow
 from pipeline.vocabulary import AssetName, Group, Intent, NoiseLevel, NoiseType, Split
@@ -134,7 +134,7 @@ def release_candidate(context: dg.AssetExecutionContext, config: ReleaseCandidat
                       paths: ProjectPaths) -> dg.MaterializeResult:
     """Clean-Noise pairs with train/validation/test splits, checked against every data contract."""
     pairs = collect_pairs(paths.clean_tasks_dir, paths.noise_dir)
-    with duckdb.connect(str(paths.source_db), read_only=True) as con:
+    with open_read_only(paths.source_db) as con:
         info = read_source_info(con)
         subjects = {r[0] for r in con.execute("SELECT DISTINCT subject_id FROM patients").fetchall()}
     disabled = set(info.details.get("intents_disabled") or [])

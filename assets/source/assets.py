@@ -3,13 +3,13 @@
 from pathlib import Path
 
 import dagster as dg
-import duckdb
 
 from assets.gate import gate, pending_path, promote
 from assets.metadata import ROW_COUNT, code_version, distribution
 from assets.resources import ProjectPaths
 from assets.source.checks import SOURCE_TABLES_CHECK, source_tables_contract
 from assets.stale_outputs import remove_outputs_of_other_sources
+from pipeline.duckdb_memory import open_read_only
 from pipeline.source_audit import audit_chart, audit_source, write_audit
 from pipeline.source_db import read_source_info, row_counts
 from pipeline.vocabulary import AssetName, Group, SourceKind
@@ -48,7 +48,7 @@ def build_source(config: SourceConfig, target: Path, log) -> None:
 def _fingerprint(db: Path) -> str | None:
     if not db.exists():
         return None
-    with duckdb.connect(str(db), read_only=True) as con:
+    with open_read_only(db) as con:
         return read_source_info(con).fingerprint
 
 
@@ -64,7 +64,7 @@ def source_database(context: dg.AssetExecutionContext, config: SourceConfig,
     pending = pending_path(target)
     build_source(config, pending, context.log.info)
     check_results = gate(context, [source_tables_contract(pending)], pending)
-    with duckdb.connect(str(pending), read_only=True) as con:
+    with open_read_only(pending) as con:
         info = read_source_info(con)
         counts = row_counts(con)
     promote(pending, target)
@@ -93,7 +93,7 @@ AUDIT_CODE_VERSION = code_version("pipeline.noise.anomalies", "pipeline.source_a
 def source_anomalies(context: dg.AssetExecutionContext, paths: ProjectPaths) -> dg.MaterializeResult:
     """The source's own anomalies per table (duplicates, rows outside their stay, dangling links, values outside
     physiological limits, unusual units): clean tasks never rest on a flagged row."""
-    with duckdb.connect(str(paths.source_db), read_only=True) as con:
+    with open_read_only(paths.source_db) as con:
         audit, flagged = audit_source(con)
     write_audit(audit, flagged, paths.source_audit, paths.source_flagged_rows)
     chart = audit_chart(audit, paths.data / "source_anomalies.png")

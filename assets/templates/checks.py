@@ -8,13 +8,13 @@ or another source can neither fail nor pass them.
 from collections import Counter
 
 import dagster as dg
-import duckdb
 import pyarrow as pa
 
 from assets.contract_results import contract_check_result
 from assets.gate import EVIDENCE
 from pipeline.answers import answer_text
 from pipeline.contracts import check_clean_tasks
+from pipeline.duckdb_memory import open_read_only
 from pipeline.task_model import Task
 from pipeline.templates.extract import recheck_answers
 from pipeline.vocabulary import Level
@@ -66,7 +66,7 @@ def both_levels(tasks: list[Task]) -> dg.AssetCheckResult:
 
 def answers_reexecute(source_db, tasks: list[Task], skipped: str | None) -> dg.AssetCheckResult:
     """Stored clean answers are what their gold SQL returns when re-executed on the source database."""
-    with duckdb.connect(str(source_db), read_only=True) as con:
+    with open_read_only(source_db) as con:
         checked, mismatches = recheck_answers(con, tasks, per_template=RECHECK_PER_TEMPLATE)
     by_id = {t.task_id: t for t in tasks}
 

@@ -12,6 +12,7 @@ import pyarrow as pa
 from pipeline.contracts.results import ContractResult
 from pipeline.contracts.runner import validate_frames
 from pipeline.contracts.source_suites import null_count_column, source_contract_name
+from pipeline.duckdb_memory import open_read_only
 from pipeline.schema import ROW_ID, TABLES, Table
 
 
@@ -65,7 +66,7 @@ def check_source_database(db_path: Path, tables: list[str] | None = None) -> lis
     """One contract result per MIMIC-IV table present in the database (absent tables are the
     loader's concern: it refuses them unless missing tables were explicitly allowed)."""
     results = []
-    with duckdb.connect(str(db_path), read_only=True) as con:
+    with open_read_only(db_path) as con:
         present = present_tables(con)
         for t in TABLES:
             if t.name not in present or (tables is not None and t.name not in tables):

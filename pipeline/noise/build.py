@@ -22,6 +22,7 @@ from random import Random
 
 import duckdb
 
+from pipeline.duckdb_memory import open_read_only
 from pipeline.noise.case import CleanCase, SourceLookup, TemplateLike, read_evidence
 from pipeline.noise.mix import Cell, Mix, NoiseConfig, targets
 from pipeline.noise.proof import Prover
@@ -80,7 +81,7 @@ def _connection(db: duckdb.DuckDBPyConnection | str | Path):
     path = Path(db)
     if not path.exists():
         raise FileNotFoundError(f"source database {path} does not exist")
-    con = duckdb.connect(str(path), read_only=True)
+    con = open_read_only(path)
     try:
         yield con
     finally:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import duckdb
 
+from pipeline.duckdb_memory import open_read_only
 from pipeline.noise.record_facts import FactReader
 from pipeline.noise.status_rules import decide, disagreement
 from pipeline.task_model import Task
@@ -61,7 +62,7 @@ def check_labels(db: duckdb.DuckDBPyConnection | str | Path, tasks: Iterable[Tas
         templates = REGISTRY.get
     if isinstance(db, duckdb.DuckDBPyConnection):
         return _check(db, tasks, templates, flagged, progress, known or {})
-    with duckdb.connect(str(db), read_only=True) as con:
+    with open_read_only(db) as con:
         return _check(con, tasks, templates, flagged, progress, known or {})
 
 

@@ -29,8 +29,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
 
+from pipeline.duckdb_memory import open_read_only
 from pipeline.release.manifest import read_manifest
 from pipeline.source_db import SourceInfo, content_problem, read_source_info
 from pipeline.vocabulary import SourceKind
@@ -109,7 +109,7 @@ def check_base_database(release_dir: Path, db_path: Path) -> None:
     the release records one, has the same content digest)."""
     manifest = read_manifest(release_dir)
     expected = manifest["source"]["fingerprint"]
-    with duckdb.connect(str(db_path), read_only=True) as con:
+    with open_read_only(db_path) as con:
         got = read_source_info(con).fingerprint
     if got != expected:
         raise ValueError(f"{db_path} has source fingerprint {got}, but release {release_dir} was built on "

@@ -53,6 +53,7 @@ from pipeline.release.manifest import (
     schema_description,
     write_manifest,
 )
+from pipeline.duckdb_memory import open_read_only
 from pipeline.release.splits import assign_splits, normalise_shares
 from pipeline.release.task_files import read_tasks, sha256_file, tasks_table, write_tasks
 from pipeline.source_db import content_digest, read_source_info
@@ -199,7 +200,7 @@ def check_all_split(tasks: Sequence[Task]) -> None:
 
 
 def _source_subjects(source_db: Path) -> set[int]:
-    with duckdb.connect(str(source_db), read_only=True) as con:
+    with open_read_only(source_db) as con:
         try:
             return {r[0] for r in con.execute("SELECT DISTINCT subject_id FROM patients").fetchall()}
         except duckdb.CatalogException:
@@ -239,7 +240,7 @@ def build_release(tasks: Iterable[Task], *, source_db: Path, version: str | None
         check_version(version)
     releases_dir, source_db = Path(releases_dir), Path(source_db)
     shares = normalise_shares(split_shares)
-    with duckdb.connect(str(source_db), read_only=True) as con:
+    with open_read_only(source_db) as con:
         info = read_source_info(con)
     terms = classify_source(info)
     ship = ships_database(terms, redistributable)

@@ -32,6 +32,7 @@ import duckdb
 
 from pipeline.answers import AnswerShapeError, Unanswerable, normalise
 from pipeline.capabilities import INTENT_TABLES
+from pipeline.duckdb_memory import open_read_only
 from pipeline.progress import Progress, ProgressEvent, emit
 from pipeline.schema import TABLES_BY_NAME
 from pipeline.source_db import read_source_info
@@ -365,7 +366,7 @@ def extract_clean_tasks(con_or_db_path: duckdb.DuckDBPyConnection | str | Path, 
     path = Path(con_or_db_path)
     if not path.exists():
         raise FileNotFoundError(f"source database {path} does not exist")
-    with duckdb.connect(str(path), read_only=True) as con:
+    with open_read_only(path) as con:
         return _extract(con, intents, tasks_per_template, seed, templates, max_evidence_rows, progress, flagged)
 
 
