@@ -4,7 +4,7 @@ DuckDB's default ``memory_limit`` is 80% of the machine's RAM per database insta
 pool keeps the blocks it has read, and a sort or a hash aggregate grows to that limit before it
 spills. Two workers are two processes, each allowed 80%; and at 365K synthetic patients the base
 database's content digest (an ``ORDER BY row_id`` over 243M rows) alone reached 10.9 GiB. So every
-connection the pipeline opens on a source database is held to ``memory_limit`` (default 2 GiB,
+connection the pipeline opens on a source database is held to ``memory_limit`` (default 4GB,
 ``ROBUSTGYM_DUCKDB_MEMORY_LIMIT`` changes it, e.g. ``8GB``) and spills into a folder of its own
 process under the system's temporary folder: DuckDB's default for a file database is a folder next
 to the file, which for a release's base database would be inside the release being written.
@@ -19,7 +19,7 @@ from pathlib import Path
 import duckdb
 
 MEMORY_LIMIT_ENV = "ROBUSTGYM_DUCKDB_MEMORY_LIMIT"
-DEFAULT_MEMORY_LIMIT = "2GB"
+DEFAULT_MEMORY_LIMIT = "4GB"
 
 
 def memory_limit() -> str:
