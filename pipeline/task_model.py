@@ -8,6 +8,7 @@ silently dropped on a round trip. See docs/architecture.md for what each field m
 """
 
 import dataclasses
+import functools
 import types
 import typing
 from dataclasses import dataclass, field
@@ -152,6 +153,7 @@ _SCALARS = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.boo
             datetime: pa.timestamp("us")}
 
 
+@functools.cache
 def _unwrap_optional(hint):
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(hint) if a is not type(None)]
@@ -182,9 +184,20 @@ def arrow_schema() -> pa.Schema:
                       for f in dataclasses.fields(Task)])
 
 
+@functools.cache
+def _field_plan(cls) -> tuple[tuple[tuple[str, typing.Any, bool], ...], frozenset[str]]:
+    """A dataclass's fields as (name, resolved type hint, required), and their names: resolving the
+    hints is most of the cost of reading a task, and they never change."""
+    hints = typing.get_type_hints(cls)
+    fields = tuple((f.name, hints[f.name],
+                    f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+                   for f in dataclasses.fields(cls))
+    return fields, frozenset(name for name, _, _ in fields)
+
+
 def _to_plain(obj):
     if dataclasses.is_dataclass(obj):
-        return {f.name: _to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        return {name: _to_plain(getattr(obj, name)) for name, _, _ in _field_plan(type(obj))[0]}
     if isinstance(obj, Enum):
         return obj.value
     if isinstance(obj, tuple):
@@ -192,40 +205,104 @@ def _to_plain(obj):
     return obj
 
 
+class _Bad(ValueError):
+    """A value that does not fit its type, and where inside the value being read it sits."""
+
+    def __init__(self, message: str, path: str = ""):
+        super().__init__(message)
+        self.message, self.path = message, path
+
+    def inside(self, step: str) -> "_Bad":
+        return _Bad(self.message, step + self.path)
+
+
 def _from_plain(hint, data, where: str):
-    hint, optional = _unwrap_optional(hint)
-    if data is None:
-        if optional:
-            return None
-        raise ValueError(f"{where}: value is required")
+    """``data`` (plain JSON-like values) read as ``hint``; a ValueError names the key that is wrong."""
+    try:
+        return _decoder(hint)(data)
+    except _Bad as bad:
+        raise ValueError(f"{where}{bad.path}: {bad.message}") from None
+
+
+@functools.cache
+def _decoder(hint) -> typing.Callable[[typing.Any], typing.Any]:
+    """A function that reads plain data as ``hint``, made once per type: reading a release runs it
+    over a million values, so the type is inspected here and not per value (nor are error paths
+    built until a value is wrong)."""
+    inner, optional = _unwrap_optional(hint)
+    read = _decoder_of(inner)
+
+    def read_value(data):
+        if data is None:
+            if optional:
+                return None
+            raise _Bad("value is required")
+        return read(data)
+    return read_value
+
+
+def _decoder_of(hint) -> typing.Callable[[typing.Any], typing.Any]:
     if dataclasses.is_dataclass(hint):
-        if not isinstance(data, dict):
-            raise ValueError(f"{where}: expected an object, got {type(data).__name__}")
-        names = {f.name for f in dataclasses.fields(hint)}
-        unknown = set(data) - names
-        if unknown:
-            raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
-        hints = typing.get_type_hints(hint)
-        kwargs = {}
-        for f in dataclasses.fields(hint):
-            if f.name in data:
-                kwargs[f.name] = _from_plain(hints[f.name], data[f.name], f"{where}.{f.name}")
-            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise ValueError(f"{where}: missing key {f.name!r}")
-        return hint(**kwargs)
+        fields, names = _field_plan(hint)
+        readers = tuple((name, _decoder(field_hint), required) for name, field_hint, required in fields)
+
+        def read_object(data):
+            if not isinstance(data, dict):
+                raise _Bad(f"expected an object, got {type(data).__name__}")
+            unknown = data.keys() - names
+            if unknown:
+                raise _Bad(f"unknown keys {sorted(unknown)}")
+            kwargs = {}
+            for name, read, required in readers:
+                if name in data:
+                    try:
+                        kwargs[name] = read(data[name])
+                    except _Bad as bad:
+                        raise bad.inside(f".{name}") from None
+                elif required:
+                    raise _Bad(f"missing key {name!r}")
+            return hint(**kwargs)
+        return read_object
     if typing.get_origin(hint) is tuple:
-        (item,) = typing.get_args(hint)[:1]
-        return tuple(_from_plain(item, x, f"{where}[{i}]") for i, x in enumerate(data))
+        read_item = _decoder(typing.get_args(hint)[0])
+
+        def read_tuple(data):
+            try:
+                return tuple(map(read_item, data))
+            except _Bad as bad:
+                position = next(i for i, x in enumerate(data) if _fails(read_item, x))
+                raise bad.inside(f"[{position}]") from None
+        return read_tuple
     if isinstance(hint, type) and issubclass(hint, Enum):
-        try:
-            return hint(data)
-        except ValueError:
-            raise ValueError(f"{where}: {data!r} is not one of {[e.value for e in hint]}") from None
-    if hint is float and isinstance(data, int) and not isinstance(data, bool):
-        return float(data)
-    if hint in _SCALARS and not isinstance(data, hint):
-        raise ValueError(f"{where}: expected {hint.__name__}, got {type(data).__name__} {data!r}")
-    return data
+        def read_enum(data):
+            try:
+                return hint(data)
+            except ValueError:
+                raise _Bad(f"{data!r} is not one of {[e.value for e in hint]}") from None
+        return read_enum
+    if hint is float:
+        def read_float(data):
+            if isinstance(data, float):
+                return data
+            if isinstance(data, int) and not isinstance(data, bool):
+                return float(data)
+            raise _Bad(f"expected float, got {type(data).__name__} {data!r}")
+        return read_float
+    if hint in _SCALARS:
+        def read_scalar(data):
+            if not isinstance(data, hint):
+                raise _Bad(f"expected {hint.__name__}, got {type(data).__name__} {data!r}")
+            return data
+        return read_scalar
+    return lambda data: data
+
+
+def _fails(read, data) -> bool:
+    try:
+        read(data)
+    except _Bad:
+        return True
+    return False
 
 
 def tasks_to_arrow(tasks: typing.Iterable[Task]) -> pa.Table:

@@ -66,3 +66,23 @@ def test_answer_values_keep_their_types():
     data["accepted_outcomes"] = [{"status": "answered", "answer": {"items": ["a", "b"], "number": None,
                                                                    "text": None, "boolean": None, "timestamp": None}}]
     assert Task.from_dict(data).accepted_outcomes[0].answer == value
+
+
+@pytest.mark.parametrize("spoil, where", [
+    (lambda d: d["patch"]["add"][0]["values"][1].update(column=7), r"task\.patch\.add\[0\]\.values\[1\]\.column"),
+    (lambda d: d["evidence"].append({"table": "labevents", "row_id": "18"}), r"task\.evidence\[1\]\.row_id"),
+    (lambda d: d.update(tolerance=True), r"task\.tolerance: expected float, got bool"),
+    (lambda d: d.update(paraphrase=None), r"task\.paraphrase: value is required"),
+])
+def test_a_wrong_value_is_named_by_its_path_inside_the_task(spoil, where):
+    data = make_twin().to_dict()
+    spoil(data)
+    with pytest.raises(ValueError, match=where):
+        Task.from_dict(data)
+
+
+def test_an_integer_is_read_as_a_float_where_the_schema_says_float():
+    data = make_twin().to_dict()
+    data["tolerance"] = 1
+    tolerance = Task.from_dict(data).tolerance
+    assert tolerance == 1.0 and isinstance(tolerance, float)
