@@ -52,8 +52,9 @@ class NoiseResult:
     # Clean tasks no twin is built from because their own record does not support their answer (they
     # rest on the source's own anomalies): task id -> the rule that decided and why.
     clean_excluded: dict = field(default_factory=dict)
-    # Twin id -> (the twin as its label was checked, the Decision its record alone gave): the blocking
-    # label check reuses a decision only for a written twin equal to the one checked here.
+    # Task id -> (the task as its label was checked, the Decision its record alone gave), for every twin
+    # and every clean task a twin names: the blocking label check reuses a decision only for a written
+    # task equal to the one checked here.
     label_decisions: dict = field(default_factory=dict)
 
     def pairs(self, clean_tasks: Sequence[Task]) -> list[tuple[Task, Task]]:
@@ -101,7 +102,7 @@ class _Builder:
         self.tally: Counter = Counter()  # (NoiseType, template id, proven?) -> candidates
         self.gave_up: dict[NoiseType, set[str]] = {}
         self.no_candidate: Counter = Counter()  # NoiseType -> clean tasks the injector found nothing to change in
-        self.decisions: dict = {}  # twin id -> (twin, Decision) for every twin kept
+        self.decisions: dict = {}  # task id -> (task, Decision) for every twin kept and every clean task read
 
     # ------------------------------------------------------------ one case, one type
 
@@ -290,7 +291,7 @@ def build_pairs(db: duckdb.DuckDBPyConnection | str | Path, clean_tasks: Sequenc
     counts = Counter((t.intent, t.level, t.noise_level, t.noise_type) for t in twins)
     for noise_type, n in b.no_candidate.items():
         skipped[(noise_type, DropReason.NO_CANDIDATE.value)] += n
-    kept = {t.task_id for t in twins}
+    kept = {t.task_id for t in twins} | {t.clean_task_id for t in twins}
     return NoiseResult(twins, b.dropped, skipped, Mix(counts, goal, config.tolerance), b.proof_ms, b.examples,
                        {t: sorted(ids) for t, ids in b.gave_up.items()}, excluded,
                        {i: d for i, d in b.decisions.items() if i in kept})
@@ -302,6 +303,7 @@ def _unclean(b: _Builder, cases: list[CleanCase]) -> dict[str, str]:
     out = {}
     for case in cases:
         decision = decide(b.reader.facts(case.task, trust_clean=True))
+        b.decisions[case.task.task_id] = (case.task, decision)
         problem = disagreement(case.task, decision)
         if problem is not None:
             out[case.task.task_id] = f"{decision.rule}: {decision.why}"

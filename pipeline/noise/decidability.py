@@ -8,13 +8,16 @@ be answered with its own answer. The noise stage runs it as a blocking check on 
 the builder runs the same rules on every candidate, so a twin the check would refuse is never
 written in the first place.
 
-``known`` hands the check the builder's decisions (twin id -> (twin as checked, Decision)). A decision
-is reused only for a task equal, field for field, to the one it was computed for: the facts are a
-function of the task as written and the database, so that is the same computation on the same
-input. Any other task (read back differently, or not built in this run) is read again here. The
-builder reads every candidate with one long-lived, cached ``FactReader``; so that a fault in that
-caching cannot hide behind the reuse, a fixed share of the reused decisions (``AUDIT_ONE_IN``, chosen
-by task id) is read again with this check's own fresh reader and must come out the same.
+``known`` hands the check the builder's decisions (task id -> (task as checked, Decision)), for twins
+and the clean tasks they name. A decision is reused only for a task equal, field for field, to the
+one it was computed for: the facts are a function of the task as written and the database, so that
+is the same computation on the same input. (The builder reads a clean task trusting its stored answer
+and evidence, which its gold SQL and evidence query gave on this database when it was extracted; the
+templates stage's checks execute a sample of them again, and the audit below reads its share fresh.) Any other task (read back
+differently, or not built in this run) is read again here. The builder reads every candidate with
+one long-lived, cached ``FactReader``; so that a fault in that caching, or in trusting a clean task's
+stored answer, cannot hide behind the reuse, a fixed share of the reused decisions (``AUDIT_ONE_IN``,
+chosen by task id) is read again with this check's own fresh reader and must come out the same.
 """
 
 import hashlib

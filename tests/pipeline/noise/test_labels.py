@@ -25,7 +25,7 @@ from pipeline.noise.record_facts import FactReader
 from pipeline.noise.status_rules import RULES, decide, disagreement
 from pipeline.task_model import Outcome
 from pipeline.templates import REGISTRY
-from pipeline.vocabulary import NoiseType, Operation, SlotKind, Split, Status
+from pipeline.vocabulary import NoiseType, Operation, SlotKind, Split, Status, Variant
 
 COUNTS = {Operation.COUNT, Operation.EXISTENCE}
 
@@ -293,7 +293,7 @@ def test_the_general_name_of_a_recorded_name_is_never_itself_a_recorded_name(bui
 def test_the_builders_label_decisions_are_what_a_fresh_reader_decides_for_the_same_twin(built, reader_for):
     """The blocking check reuses the builder's decisions: they must be the check's own computation."""
     db, _, result = built
-    assert set(result.label_decisions) == {t.task_id for t in result.twins}
+    assert set(result.label_decisions) == {t.task_id for t in result.twins} | {t.clean_task_id for t in result.twins}
     reader = reader_for(db)
     sample = {}
     for twin in result.twins:
@@ -306,6 +306,19 @@ def test_the_builders_label_decisions_are_what_a_fresh_reader_decides_for_the_sa
             # ``why`` lists anomalies in the order SQL returned them, which is not fixed: the verdict is
             # the outcomes and the deciding rule.
             assert (fresh.outcomes, fresh.rule) == (decision.outcomes, decision.rule), twin.task_id
+
+
+def test_the_builders_decisions_on_clean_tasks_trusting_their_stored_answer_are_a_fresh_reads(built, reader_for):
+    """A clean task is decided trusting its stored answer and evidence; read fresh (its gold SQL and
+    evidence query run again) it must come out the same, or reusing that decision would hide a fault."""
+    db, _, result = built
+    reader = reader_for(db)
+    clean = sorted({i for i, (task, _) in result.label_decisions.items() if task.variant is Variant.CLEAN})
+    assert len(clean) >= 20
+    for task_id in clean[:: max(1, len(clean) // 40)]:
+        task, decision = result.label_decisions[task_id]
+        fresh = decide(reader.facts(task))
+        assert (fresh.outcomes, fresh.rule) == (decision.outcomes, decision.rule), task_id
 
 
 def test_the_label_check_reuses_a_decision_only_for_the_very_twin_it_was_made_for(built):
