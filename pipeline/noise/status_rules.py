@@ -167,8 +167,8 @@ def disagreement(task: Task, decision: Decision) -> str | None:
         return f"the record supports no single label ({decision.rule}: {decision.why})"
     mine = {o.status for o in task.accepted_outcomes}
     if mine != decision.statuses:
-        return (f"accepts {sorted(mine)}, the record supports {sorted(decision.statuses)} "
-                f"({decision.rule}: {decision.why})")
+        return (f"accepts {sorted(s.value for s in mine)}, the record supports "
+                f"{sorted(s.value for s in decision.statuses)} ({decision.rule}: {decision.why})")
     for expected in decision.outcomes:
         if expected.answer is None:
             continue

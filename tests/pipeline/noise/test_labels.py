@@ -67,7 +67,10 @@ def test_the_label_check_refuses_a_twin_whose_outcomes_its_record_does_not_suppo
                               (NoiseType.CONFLICTING_DUPLICATE, Status.IMPLAUSIBLE_VALUE)):
         twin = _twins(built, noise_type)[0]
         relabelled = dataclasses.replace(twin, expected_status=wrong, accepted_outcomes=(Outcome(wrong),))
-        assert disagreement(relabelled, decide(reader.facts(relabelled))) is not None, twin.task_id
+        why = disagreement(relabelled, decide(reader.facts(relabelled)))
+        assert why is not None, twin.task_id
+        # The reason is read in reports and asset metadata: statuses by their names in the vocabulary.
+        assert f"accepts ['{wrong.value}']" in why and "Status." not in why, why
 
 
 def test_missing_evidence_keeps_the_named_thing_recorded_while_a_false_premise_never_records_it(built, reader_for):
