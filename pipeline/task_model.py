@@ -162,28 +162,6 @@ def _unwrap_optional(hint):
     return hint, False
 
 
-def _arrow_type(hint) -> pa.DataType:
-    hint, _ = _unwrap_optional(hint)
-    if hint in _SCALARS:
-        return _SCALARS[hint]
-    if isinstance(hint, type) and issubclass(hint, Enum):
-        return pa.string()
-    if typing.get_origin(hint) is tuple:
-        return pa.list_(_arrow_type(typing.get_args(hint)[0]))
-    if dataclasses.is_dataclass(hint):
-        hints = typing.get_type_hints(hint)
-        return pa.struct([pa.field(f.name, _arrow_type(hints[f.name]), _unwrap_optional(hints[f.name])[1])
-                          for f in dataclasses.fields(hint)])
-    raise TypeError(f"no Parquet type for {hint!r}")
-
-
-def arrow_schema() -> pa.Schema:
-    """The Parquet schema of a task row, derived from ``Task``."""
-    hints = typing.get_type_hints(Task)
-    return pa.schema([pa.field(f.name, _arrow_type(hints[f.name]), _unwrap_optional(hints[f.name])[1])
-                      for f in dataclasses.fields(Task)])
-
-
 @functools.cache
 def _field_plan(cls) -> tuple[tuple[tuple[str, typing.Any, bool], ...], frozenset[str]]:
     """A dataclass's fields as (name, resolved type hint, required), and their names: resolving the
@@ -193,6 +171,28 @@ def _field_plan(cls) -> tuple[tuple[tuple[str, typing.Any, bool], ...], frozense
                     f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
                    for f in dataclasses.fields(cls))
     return fields, frozenset(name for name, _, _ in fields)
+
+
+def _arrow_type(hint) -> pa.DataType:
+    hint, _ = _unwrap_optional(hint)
+    if hint in _SCALARS:
+        return _SCALARS[hint]
+    if isinstance(hint, type) and issubclass(hint, Enum):
+        return pa.string()
+    if typing.get_origin(hint) is tuple:
+        return pa.list_(_arrow_type(typing.get_args(hint)[0]))
+    if dataclasses.is_dataclass(hint):
+        return pa.struct(_arrow_fields(hint))
+    raise TypeError(f"no Parquet type for {hint!r}")
+
+
+def _arrow_fields(cls) -> list[pa.Field]:
+    return [pa.field(name, _arrow_type(hint), _unwrap_optional(hint)[1]) for name, hint, _ in _field_plan(cls)[0]]
+
+
+def arrow_schema() -> pa.Schema:
+    """The Parquet schema of a task row, derived from ``Task``."""
+    return pa.schema(_arrow_fields(Task))
 
 
 def _to_plain(obj):
@@ -267,11 +267,13 @@ def _decoder_of(hint) -> typing.Callable[[typing.Any], typing.Any]:
         read_item = _decoder(typing.get_args(hint)[0])
 
         def read_tuple(data):
-            try:
-                return tuple(map(read_item, data))
-            except _Bad as bad:
-                position = next(i for i, x in enumerate(data) if _fails(read_item, x))
-                raise bad.inside(f"[{position}]") from None
+            items = []
+            for position, item in enumerate(data):
+                try:
+                    items.append(read_item(item))
+                except _Bad as bad:
+                    raise bad.inside(f"[{position}]") from None
+            return tuple(items)
         return read_tuple
     if isinstance(hint, type) and issubclass(hint, Enum):
         def read_enum(data):
@@ -295,14 +297,6 @@ def _decoder_of(hint) -> typing.Callable[[typing.Any], typing.Any]:
             return data
         return read_scalar
     return lambda data: data
-
-
-def _fails(read, data) -> bool:
-    try:
-        read(data)
-    except _Bad:
-        return True
-    return False
 
 
 def tasks_to_arrow(tasks: typing.Iterable[Task]) -> pa.Table:

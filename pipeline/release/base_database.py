@@ -29,7 +29,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-
 from pipeline.duckdb_memory import open_read_only
 from pipeline.release.manifest import read_manifest
 from pipeline.source_db import SourceInfo, content_problem, read_source_info

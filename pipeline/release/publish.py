@@ -36,6 +36,7 @@ from pipeline.contracts import (
     check_release_splits,
     check_task_set,
 )
+from pipeline.duckdb_memory import open_read_only
 from pipeline.release.base_database import (
     BASE_DATABASE,
     classify_source,
@@ -53,7 +54,6 @@ from pipeline.release.manifest import (
     schema_description,
     write_manifest,
 )
-from pipeline.duckdb_memory import open_read_only
 from pipeline.release.splits import assign_splits, normalise_shares
 from pipeline.release.task_files import read_tasks, sha256_file, tasks_table, write_tasks
 from pipeline.source_db import content_digest, read_source_info

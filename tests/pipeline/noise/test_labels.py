@@ -311,7 +311,7 @@ def test_the_builders_label_decisions_are_what_a_fresh_reader_decides_for_the_sa
             assert (fresh.outcomes, fresh.rule) == (decision.outcomes, decision.rule), twin.task_id
 
 
-def test_the_builders_decisions_on_clean_tasks_trusting_their_stored_answer_are_a_fresh_reads(built, reader_for):
+def test_the_builders_decisions_on_clean_tasks_trusting_their_stored_answer_are_what_a_fresh_read_decides(built, reader_for):
     """A clean task is decided trusting its stored answer and evidence; read fresh (its gold SQL and
     evidence query run again) it must come out the same, or reusing that decision would hide a fault."""
     db, _, result = built
