@@ -52,9 +52,11 @@ from pathlib import Path
 import duckdb
 
 from pipeline.capabilities import INTENT_TABLES, available_intents, disabled_intents, intents_needing, tables_for
+from pipeline.duckdb_memory import bound
 from pipeline.integrity import IntegrityReport, check_integrity, write_integrity
 from pipeline.schema import ROW_ID, SCHEMA_VERSION, TABLES, Column, Table, create_table_sql
-from pipeline.source_db import SourceInfo, atomic_database, row_counts, storage_order, write_source_info
+from pipeline.source_db import SourceInfo, atomic_database, index_lookups, row_counts, storage_order, \
+    write_source_info
 from pipeline.vocabulary import Intent, SourceKind
 
 logger = logging.getLogger(__name__)
@@ -632,6 +634,7 @@ def load_mimic(dirs: Sequence[Path], db_path: Path, *, allow_missing: bool = Fal
         # Submitted in load order, the digests keep pace with the load on a second core.
         digests: dict[str, Future[FileDigest]] = {s.table.name: pool.submit(digest_file, s) for s in ordered}
         with atomic_database(db_path) as con:
+            bound(con)  # the clustered ORDER BY of a large event table spills instead of taking the machine
             if threads is not None:
                 con.execute(f"SET threads = {int(threads)}")
             for src in ordered:
@@ -661,6 +664,7 @@ def load_mimic(dirs: Sequence[Path], db_path: Path, *, allow_missing: bool = Fal
                 {s.relpath: digests[s.table.name].result() for s in ordered})
             details["tables_missing"] = list(missing)
             details["intents_disabled"] = [str(i) for i in disabled]
+            index_lookups(con)
             write_source_info(con, SourceInfo(SourceKind.MIMIC_IV.value, fingerprint, details))
             write_integrity(con, integrity)
             counts = row_counts(con)

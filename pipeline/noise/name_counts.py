@@ -6,16 +6,22 @@ table, a lab test this patient never had, a general name no dictionary lists):
 for thousands of twins, that is thousands of scans, each of the whole table at full MIMIC-IV scale.
 ``NameCounts`` answers the same count from per-source tallies: every name's events and dictionary
 entries, grouped once, and one patient's events, grouped once per patient asked about (a table
-stored by patient reads that in a few row groups). The premise keeps its SQL, which the proof stores
-so a reader can re-run it; tests hold the tallies to that SQL.
+stored by patient reads that in a few row groups). An ambiguous reference's premise counts the
+recorded names that refine a general one (``NameSource.refinements_sql``), a scan with a string
+function per row; ``RefinementCount`` answers it from each source's distinct names, read once (once per
+patient asked about), the few that begin with the general name tested by the same SQL condition. The
+premise keeps its SQL, which the proof stores so a reader can re-run it; tests hold the tallies to that
+SQL.
 """
+
+import bisect
 
 from collections import Counter
 from dataclasses import dataclass
 
 import duckdb
 
-from pipeline.noise.names import NameSource
+from pipeline.noise.names import NameSource, refines_condition
 
 
 @dataclass(frozen=True)
@@ -32,6 +38,20 @@ class NameCount:
         return self.source.exact_count_sql(self.value, self.subject_id, recorded=self.recorded)
 
 
+@dataclass(frozen=True)
+class RefinementCount:
+    """The count ``SELECT count(*) FROM (source.refinements_sql(value, subject_id))`` gives: how many
+    recorded names (of one patient, if given) refine ``value``."""
+
+    source: NameSource
+    value: str
+    subject_id: int | None = None
+
+    @property
+    def sql(self) -> str:
+        return f"SELECT count(*) FROM ({self.source.refinements_sql(self.value, self.subject_id)})"
+
+
 class NameCounts:
     """Name counts on the unpatched source database behind ``con``."""
 
@@ -42,8 +62,11 @@ class NameCounts:
         self._listed: dict[NameSource, Counter] = {}
         self._of_subject: dict[tuple[NameSource, int], Counter] = {}
         self._folded: dict[str, str] = {}
+        self._names: dict[tuple[NameSource, int | None], tuple[list[str], list[str]]] = {}
 
-    def count(self, asked: NameCount) -> int:
+    def count(self, asked: NameCount | RefinementCount) -> int:
+        if isinstance(asked, RefinementCount):
+            return self._refinements(asked)
         source, subject = asked.source, asked.subject_id
         key = self._fold(asked.value)
         if subject is not None:
@@ -84,3 +107,26 @@ class NameCounts:
                 f"SELECT lower(trim({source.name})), count(*) FROM {source.events} "
                 f"WHERE {' AND '.join(conds)} GROUP BY 1")
         return self._of_subject[(source, subject)]
+
+    def _refinements(self, asked: RefinementCount) -> int:
+        folded, trimmed = self._distinct_names(asked.source, asked.subject_id)
+        v = self._fold(asked.value)
+        # A refining name begins with the general one: the names sorted by their folded form that do.
+        first = bisect.bisect_left(folded, v)
+        last = first
+        while last < len(folded) and folded[last].startswith(v):
+            last += 1
+        if first == last:
+            return 0
+        (n,), = self.con.execute(
+            f"SELECT count(DISTINCT t) FROM (SELECT unnest(?) AS t) WHERE {refines_condition('t', asked.value)}",
+            [trimmed[first:last]]).fetchall()
+        return int(n)
+
+    def _distinct_names(self, source: NameSource, subject: int | None) -> tuple[list[str], list[str]]:
+        """Every recorded name as (lower(trim(name)) sorted, trim(name) in the same order)."""
+        key = (source, None if subject is None else int(subject))
+        if key not in self._names:
+            rows = sorted(self.con.execute(source.trimmed_names_sql(key[1])).fetchall(), key=lambda r: (r[1], r[0]))
+            self._names[key] = ([f for _, f in rows], [t for t, _ in rows])
+        return self._names[key]

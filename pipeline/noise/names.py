@@ -78,15 +78,26 @@ class NameSource:
 
     def refinements_sql(self, value: str, subject_id: int | None = None) -> str:
         """Recorded names that refine ``value``: they begin with it, followed by a word boundary."""
-        v = _norm(_lit(value))
-        refines = (f"starts_with({_norm(self.name)}, {v}) AND length(trim({self.name})) > length({v}) "
-                   f"AND NOT regexp_matches(substr({_norm(self.name)}, length({v}) + 1, 1), '[a-z0-9]')")
+        refines = refines_condition(self.name, value)
         return f"SELECT DISTINCT trim({self.name}) FROM {self.events}{self._where(refines, *self._conditions(subject_id))}"
+
+    def trimmed_names_sql(self, subject_id: int | None = None) -> str:
+        """(trim(name), lower(trim(name))) of every recorded name (of one patient, if given)."""
+        return (f"SELECT DISTINCT trim({self.name}), {_norm(self.name)} FROM {self.events}"
+                f"{self._where(f'{self.name} IS NOT NULL', *self._conditions(subject_id))}")
 
     def rows_named_sql(self, value: str) -> str:
         """Row ids of the event table whose name is ``value`` (case and spaces aside)."""
         match = f"{_norm(self.name)} = {_norm(_lit(value))}"
         return f"SELECT e.row_id FROM {self.events}{self._where(match, *self._conditions())}"
+
+
+def refines_condition(name_expr: str, value: str) -> str:
+    """SQL: the name ``name_expr`` refines ``value`` (begins with it, case and spaces aside, then a word
+    boundary), the rule of ``refinements_sql``."""
+    v = _norm(_lit(value))
+    return (f"starts_with({_norm(name_expr)}, {v}) AND length(trim({name_expr})) > length({v}) "
+            f"AND NOT regexp_matches(substr({_norm(name_expr)}, length({v}) + 1, 1), '[a-z0-9]')")
 
 
 def _src(kind, events, name, tables, dictionary=None, where="", dictionary_where="", group=None) -> NameSource:

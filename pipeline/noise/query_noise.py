@@ -26,7 +26,7 @@ from random import Random
 from pipeline.noise.case import CleanCase, SourceLookup
 from pipeline.noise.edits import pick
 from pipeline.noise.made_up import MadeUp
-from pipeline.noise.name_counts import NameCount
+from pipeline.noise.name_counts import NameCount, RefinementCount
 from pipeline.noise.names import NAME_SOURCES, NAMED_KINDS, NameSource, dictionary_names, present, \
     recorded_names, refines, source_of
 from pipeline.noise.proof import literal
@@ -140,7 +140,7 @@ def _sorted(lookup: SourceLookup, source: NameSource, which: str) -> list[str]:
     return lookup.memo[key]
 
 
-def _named(claim: str, count: NameCount, op: str, value: int) -> PremiseFact:
+def _named(claim: str, count: NameCount | RefinementCount, op: str, value: int) -> PremiseFact:
     """A premise on how many entries carry a name: its SQL, and the count the prover reads it from."""
     return PremiseFact(claim, count.sql, op, value, counted=count)
 
@@ -332,8 +332,8 @@ class AmbiguousReference(Injector):
                 golds = tuple(case.template.render_sql(_with(case, name, r)) for r in chosen)
                 scope = f"patient {subject}" if subject is not None else "any patient"
                 facts = (
-                    PremiseFact(f"recorded names for {scope} refining {general!r}",
-                                f"SELECT count(*) FROM ({source.refinements_sql(general, subject)})", ">=", 2),
+                    _named(f"recorded names for {scope} refining {general!r}",
+                           RefinementCount(source, general, subject), ">=", 2),
                     _named(f"names exactly {general!r}", NameCount(source, general), "==", 0),
                     PremiseFact(f"distinct answers over {len(chosen)} readings", "", ">=", 2, answers=golds),
                 )

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pipeline.schema import SCHEMA_VERSION, TABLES
-from pipeline.source_db import SourceInfo, atomic_database, row_counts, write_source_info
+from pipeline.source_db import SourceInfo, atomic_database, index_lookups, row_counts, write_source_info
 from pipeline.synthetic import encounters, events, icu_events, medications, patients
 from pipeline.synthetic.context import Chunk, IdCounters, Staff
 from pipeline.synthetic.dictionaries import catalog_problems, dictionary_rows, draw_staff
@@ -102,6 +102,7 @@ def generate_synthetic(db_path: Path | str, *, patients: int = 1000, seed: int =
             say(f"synthetic: chunk {index + 1}/{chunks}: patients {first + 1}-{first + n}, {written:,} rows "
                 f"({time.perf_counter() - started:.1f} s)")
         writer.flush()
+        index_lookups(con)
         write_source_info(con, SourceInfo(SourceKind.SYNTHETIC, synthetic_fingerprint(patients, seed),
                                           synthetic_details(patients, seed)))
         counts = row_counts(con)

@@ -633,3 +633,18 @@ def test_the_big_file_does_get_reordered_by_an_unordered_parallel_scan(big_folde
             if con.execute("SELECT count(*) FROM t WHERE rowid <> itemid").fetchone()[0]:
                 return
     pytest.fail("a parallel scan kept this file in order: the row-order test above proves nothing")
+
+
+def test_the_loads_connection_is_held_to_the_pipelines_memory_limit(demo_dir, previous_db, tmp_path, monkeypatch):
+    from pipeline.duckdb_memory import MEMORY_LIMIT_ENV
+
+    # A limit DuckDB cannot read fails before any table is read: the load applies it to its connection.
+    monkeypatch.setenv(MEMORY_LIMIT_ENV, "lots")
+    target = tmp_path / "db" / "source.duckdb"
+    target.parent.mkdir()
+    shutil.copy(previous_db, target)
+    before = sha256(target)
+    with pytest.raises(ValueError, match=MEMORY_LIMIT_ENV):
+        load_mimic([demo_dir], target, allow_missing=True)
+    assert sha256(target) == before
+    assert sorted(p.name for p in target.parent.iterdir()) == ["source.duckdb"]

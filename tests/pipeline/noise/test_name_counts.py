@@ -1,9 +1,10 @@
-"""A premise's name count read from the per-source tallies is the count its stored SQL gives."""
+"""A premise's name count (or count of refining names) read from the per-source tallies is the count its
+stored SQL gives."""
 
 import duckdb
 import pytest
 
-from pipeline.noise.name_counts import NameCount, NameCounts
+from pipeline.noise.name_counts import NameCount, NameCounts, RefinementCount
 from pipeline.noise.names import NAME_SOURCES
 from pipeline.noise.registry import PremiseFact
 from pipeline.patching import patched
@@ -41,6 +42,32 @@ def test_every_sources_tallies_give_what_exact_count_sql_gives(db_name, request)
                         compared += 1
                         nonzero += expected > 0
         assert compared > 500 and nonzero > 50, (compared, nonzero)
+
+
+@pytest.mark.parametrize("db_name", ["demo_full_db", "synthetic_db"])
+def test_every_sources_refining_names_count_what_refinements_sql_gives(db_name, request):
+    db = request.getfixturevalue(db_name)
+    with duckdb.connect(str(db), read_only=True) as con:
+        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        subjects = [r[0] for r in con.execute("SELECT subject_id FROM patients ORDER BY subject_id LIMIT 40").fetchall()]
+        counts = NameCounts(con)
+        compared = several = 0
+        for source in NAME_SOURCES:
+            if not all(t in tables for t in source.tables):
+                continue
+            recorded = sorted(r[0] for r in con.execute(source.names_sql()).fetchall() if r[0] is not None)
+            # General names: the first word of recorded names (which several may refine), a whole name,
+            # a name in other case and spacing, a prefix inside a word, and a name recorded nowhere.
+            generals = sorted({n.split()[0].strip(",(") for n in recorded[::7] if n.split()})[:12]
+            generals += [n for n in recorded[:2]] + [f"  {n[:4].upper()} " for n in recorded[:2]] + ["No such name"]
+            for value in generals:
+                for subject in (None, *subjects[::13]):
+                    asked = RefinementCount(source, value, subject)
+                    expected = _sql_count(con, asked.sql)
+                    assert counts.count(asked) == expected, (source.events, value, subject)
+                    compared += 1
+                    several += expected >= 2
+        assert compared > 300 and several >= 10, (compared, several)
 
 
 def test_the_tallies_read_the_source_as_it_is_while_a_patch_is_laid(demo_full_db):
