@@ -33,7 +33,7 @@ from pipeline.patching import RowsMemo
 from pipeline.release.splits import split_of_task
 from pipeline.source_db import read_source_info
 from pipeline.task_model import NamedValue, Outcome, Task
-from pipeline.vocabulary import Intent, NoiseLevel, NoiseType, ProofCheck, Variant
+from pipeline.vocabulary import Intent, Level, NoiseLevel, NoiseType, ProofCheck, Variant
 
 TemplateLookup = Callable[[str], TemplateLike]
 QUERY_CHECK = {NoiseType.AMBIGUOUS_REFERENCE: ProofCheck.REFERENCE_AMBIGUOUS}
@@ -245,6 +245,7 @@ def build_pairs(db: duckdb.DuckDBPyConnection | str | Path, clean_tasks: Sequenc
         cases = [CleanCase(t, _template(lookup_template, t), evidence[t.task_id],
                            split=split_of_task(t, config.split_shares, seed), seed=seed) for t in clean_tasks]
         say(f"{len(cases)} clean tasks read with their evidence")
+        b.reader.expect(t.subject_id for t in clean_tasks if t.level is Level.PATIENT)
         excluded = _unclean(b, cases) if config.check_labels else {}
         if excluded:
             cases = [c for c in cases if c.task.task_id not in excluded]

@@ -33,6 +33,7 @@ from pipeline.duckdb_memory import open_read_only
 from pipeline.noise.record_facts import FactReader
 from pipeline.noise.status_rules import decide, disagreement
 from pipeline.task_model import Task
+from pipeline.vocabulary import Level
 
 
 AUDIT_ONE_IN = 10  # one reused decision in this many is read again from scratch
@@ -72,12 +73,14 @@ def check_labels(db: duckdb.DuckDBPyConnection | str | Path, tasks: Iterable[Tas
 def _check(con, tasks, templates, flagged, progress, known) -> LabelCheck:
     reader = None  # built on the first task not decided already (reading the source's tables costs)
     result = LabelCheck()
+    tasks = list(tasks)
     for task in tasks:
         prior = known.get(task.task_id)
         reuse = prior is not None and prior[0] == task
         if not reuse or _audited(task.task_id):
             if reader is None:
                 reader = FactReader(con, templates, flagged=flagged)
+                reader.expect(t.subject_id for t in tasks if t.level is Level.PATIENT)
             decision = decide(reader.facts(task))
             if reuse:
                 result.audited += 1

@@ -59,6 +59,12 @@ class NameSource:
         return (f"SELECT trim({self.name}), count(*) FROM {self.events}"
                 f"{self._where(*self._conditions(subject_id))} GROUP BY 1")
 
+    def names_of_subjects_sql(self) -> str:
+        """(subject_id, name, events) of the patients listed in the query's one parameter: what
+        ``names_of_subject_sql`` gives for each of them, in one scan."""
+        return (f"SELECT e.subject_id, trim({self.name}), count(*) FROM {self.events}"
+                f"{self._where(*self._conditions(), 'e.subject_id IN (SELECT unnest(?))')} GROUP BY 1, 2")
+
     def count_sql(self, literal: str, subject_id: int | None = None) -> str:
         """Events named exactly ``literal`` (a SQL literal), of one patient if given."""
         return (f"SELECT count(*) FROM {self.events}"

@@ -114,8 +114,10 @@ class _NameIndex:
     per patient asked about), read once: what a task whose patch leaves the source's tables alone
     sees, and a floor for one whose patch hides or rewrites some of their rows."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, source: NameSource):
+    def __init__(self, con: duckdb.DuckDBPyConnection, source: NameSource, expected: frozenset[int] = frozenset()):
         self.con, self.source = con, source
+        # Patients the tasks to read name: their names are read together, when the first of them is asked.
+        self.expected = expected
         where = f" WHERE {source.where}" if source.where else ""
         rows = con.execute(f"SELECT trim({source.name}), count(*) FROM {source.events}{where} GROUP BY 1").fetchall()
         self.recorded = {r[0].casefold(): r[0] for r in rows if r[0] is not None}
@@ -160,6 +162,8 @@ class _NameIndex:
 
     def of_subject(self, subject: int) -> Counter:
         """One patient's recorded names (case-folded) and how many events carry each."""
+        if subject not in self._of_subject and subject in self.expected:
+            self._read_expected()
         if subject not in self._of_subject:
             found: Counter = Counter()
             for name, n in self.con.execute(self.source.names_of_subject_sql(subject)).fetchall():
@@ -167,6 +171,16 @@ class _NameIndex:
                     found[name.strip().casefold()] += n
             self._of_subject[subject] = found
         return self._of_subject[subject]
+
+    def _read_expected(self) -> None:
+        """Every expected patient's names in one grouped scan (one query per patient costs more than
+        the rows do)."""
+        asked = sorted(s for s in self.expected if s not in self._of_subject)
+        found: dict[int, Counter] = {s: Counter() for s in asked}
+        for subject, name, n in self.con.execute(self.source.names_of_subjects_sql(), [asked]).fetchall():
+            if name is not None:
+                found[subject][name.strip().casefold()] += n
+        self._of_subject.update(found)
 
 
 class FactReader:
@@ -188,6 +202,7 @@ class FactReader:
             "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
             "AND schema_name = 'main'").fetchall()}
         self._indexes: dict[NameSource, _NameIndex] = {}
+        self._expected: frozenset[int] = frozenset()  # patients the tasks to read name (``expect``)
         self._unpatched: duckdb.DuckDBPyConnection | None = None
         # The source's own anomalous rows, read once before any patch is laid (the source audit's).
         self.flagged: Flagged = flagged if flagged is not None else flag_rows(con, self.tables)
@@ -212,6 +227,12 @@ class FactReader:
                         f"SELECT * FROM ({all_usual_units_sql(present)})")
 
     # ------------------------------------------------------------ entry point
+
+    def expect(self, subjects) -> None:
+        """The patients of the tasks about to be read: each name source reads their names together."""
+        self._expected = frozenset(int(s) for s in subjects if s is not None)
+        for index in self._indexes.values():
+            index.expected = self._expected
 
     def facts(self, task: Task, *, trust_clean: bool = False) -> RecordFacts:
         template = self.templates(task.template_id)
@@ -321,7 +342,7 @@ class FactReader:
                 # A cursor is a connection of its own: the patch views laid on self.con do not reach it,
                 # so an index read while a task's patch is laid still reads the source as it is.
                 self._unpatched = self.con.cursor()
-            self._indexes[source] = _NameIndex(self._unpatched, source)
+            self._indexes[source] = _NameIndex(self._unpatched, source, self._expected)
         return self._indexes[source]
 
     @staticmethod

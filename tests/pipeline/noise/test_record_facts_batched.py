@@ -1,5 +1,6 @@
 """The fact reader's shortcuts give exactly what the SQL they replace gives: names read once per source
-and per patient, and the floor that spares a query when a patch hides or rewrites a few named rows."""
+and per patient (the expected patients' together), and the floor that spares a query when a patch hides
+or rewrites a few named rows."""
 
 import duckdb
 
@@ -37,6 +38,23 @@ def test_a_patients_names_read_once_are_their_recorded_names_with_their_event_co
             for name in sorted(index.recorded)[:5]:
                 assert index.events(name) == _count(con, source.exact_count_sql(name, recorded=True)), name
         assert compared > len(subjects[::9]) * 10  # most sources are present in the demo with chartevents
+
+
+def test_expected_patients_names_read_together_are_what_one_patient_at_a_time_reads(demo_full_db):
+    with duckdb.connect(str(demo_full_db), read_only=True) as con:
+        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        subjects = [r[0] for r in con.execute("SELECT subject_id FROM patients ORDER BY subject_id").fetchall()]
+        expected = frozenset([*subjects[::3], max(subjects) + 1])  # one patient the database does not have
+        compared = with_names = 0
+        for source in NAME_SOURCES:
+            if not all(t in tables for t in source.tables):
+                continue
+            together, alone = _NameIndex(con, source, expected), _NameIndex(con, source)
+            for subject in [*subjects[::3], max(subjects) + 1, subjects[1]]:  # the last one is not expected
+                assert together.of_subject(subject) == alone.of_subject(subject), (source.events, subject)
+                compared += 1
+                with_names += bool(alone.of_subject(subject))
+        assert compared > 100 and with_names > 50, (compared, with_names)
 
 
 def test_the_names_a_patched_record_shows_are_those_its_sql_counts_give(built):
