@@ -1,6 +1,8 @@
 """A premise's name count (or count of refining names) read from the per-source tallies is the count its
 stored SQL gives."""
 
+from contextlib import contextmanager
+
 import duckdb
 import pytest
 
@@ -16,18 +18,27 @@ def _sql_count(con, sql: str) -> int:
     return int(n or 0)
 
 
+@contextmanager
+def _reading(db):
+    """A connection to ``db``, its first 40 patients and its name tallies."""
+    with duckdb.connect(str(db), read_only=True) as con:
+        yield con, [r[0] for r in con.execute("SELECT subject_id FROM patients ORDER BY subject_id LIMIT 40").fetchall()], \
+            NameCounts(con)
+
+
+def _present_sources(con):
+    """(source, its recorded names sorted) for every name source whose tables the database has."""
+    tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    for source in NAME_SOURCES:
+        if all(t in tables for t in source.tables):
+            yield source, sorted(r[0] for r in con.execute(source.names_sql()).fetchall() if r[0] is not None)
+
+
 @pytest.mark.parametrize("db_name", ["demo_full_db", "synthetic_db"])
 def test_every_sources_tallies_give_what_exact_count_sql_gives(db_name, request):
-    db = request.getfixturevalue(db_name)
-    with duckdb.connect(str(db), read_only=True) as con:
-        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-        subjects = [r[0] for r in con.execute("SELECT subject_id FROM patients ORDER BY subject_id LIMIT 40").fetchall()]
-        counts = NameCounts(con)
+    with _reading(request.getfixturevalue(db_name)) as (con, subjects, counts):
         compared = nonzero = 0
-        for source in NAME_SOURCES:
-            if not all(t in tables for t in source.tables):
-                continue
-            recorded = sorted(r[0] for r in con.execute(source.names_sql()).fetchall() if r[0] is not None)
+        for source, recorded in _present_sources(con):
             names = recorded[:3] + recorded[-3:] + ["No such name at all"]
             names += [f"  {n.upper()} " for n in recorded[:2]]  # case and spaces aside, as the SQL compares
             if source.dictionary is not None:
@@ -46,20 +57,13 @@ def test_every_sources_tallies_give_what_exact_count_sql_gives(db_name, request)
 
 @pytest.mark.parametrize("db_name", ["demo_full_db", "synthetic_db"])
 def test_every_sources_refining_names_count_what_refinements_sql_gives(db_name, request):
-    db = request.getfixturevalue(db_name)
-    with duckdb.connect(str(db), read_only=True) as con:
-        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-        subjects = [r[0] for r in con.execute("SELECT subject_id FROM patients ORDER BY subject_id LIMIT 40").fetchall()]
-        counts = NameCounts(con)
+    with _reading(request.getfixturevalue(db_name)) as (con, subjects, counts):
         compared = several = 0
-        for source in NAME_SOURCES:
-            if not all(t in tables for t in source.tables):
-                continue
-            recorded = sorted(r[0] for r in con.execute(source.names_sql()).fetchall() if r[0] is not None)
+        for source, recorded in _present_sources(con):
             # General names: the first word of recorded names (which several may refine), a whole name,
             # a name in other case and spacing, a prefix inside a word, and a name recorded nowhere.
             generals = sorted({n.split()[0].strip(",(") for n in recorded[::7] if n.split()})[:12]
-            generals += [n for n in recorded[:2]] + [f"  {n[:4].upper()} " for n in recorded[:2]] + ["No such name"]
+            generals += recorded[:2] + [f"  {n[:4].upper()} " for n in recorded[:2]] + ["No such name"]
             for value in generals:
                 for subject in (None, *subjects[::13]):
                     asked = RefinementCount(source, value, subject)
