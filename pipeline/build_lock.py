@@ -10,6 +10,13 @@ still names the dead holder); a clean release empties the file. A second build m
 
 Where ``flock`` is not supported (some network file systems) the record alone decides: a holder
 whose pid no longer runs on this host is taken over, any other holder is respected.
+
+A Dagster run (the UI's *Materialize*, a schedule) writes the same folder one step at a time, each
+step perhaps in a process of its own. ``step_lock(folder)`` takes the same lock *shared* for one
+step: steps of runs share it with each other (their partitions write different files), a build
+holding it excludes them (the step fails naming the build), and a step holding it makes a build
+wait its turn (``BuildLocked``). A build's own steps, run in the build's process or in processes it
+forks, find the folder among the ones this process holds (``_HELD``) and take nothing.
 """
 
 import errno
@@ -24,6 +31,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 LOCK_NAME = ".robustgym-build.lock"
+# Folders whose lock this process holds, inherited by the processes a build forks for its steps.
+_HELD: set[Path] = set()
 
 
 @dataclass(frozen=True)
@@ -42,7 +51,7 @@ class BuildLocked(RuntimeError):
 
     def __init__(self, path: Path, holder: LockHolder | None):
         self.path, self.holder = path, holder
-        who = holder.describe() if holder else "a build that did not record itself"
+        who = holder.describe() if holder else "a step of a Dagster run (or a build that did not record itself)"
         super().__init__(f"another build is running in {path.parent}: {who} holds {path}; "
                          "wait for it to finish (or stop it) and build again")
 
@@ -100,9 +109,38 @@ def build_lock(folder: Path, *, command: str = "",
         me = LockHolder(os.getpid(), socket.gethostname(),
                         datetime.now(timezone.utc).replace(microsecond=0).isoformat(), command)
         _write(fd, me)
+        _HELD.add(folder.resolve())
         try:
             yield me
         finally:
+            _HELD.discard(folder.resolve())
             _write(fd, None)
     finally:
         os.close(fd)  # releases the flock
+
+
+@contextmanager
+def step_lock(folder: Path) -> Iterator[None]:
+    """Hold ``folder``'s lock shared for one step of a Dagster run; raise ``BuildLocked`` naming the
+    build that holds it. A no-op in a build holding the lock (its own steps)."""
+    folder = Path(folder).resolve()
+    if folder in _HELD:
+        yield
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / LOCK_NAME
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise BuildLocked(path, _read(fd)) from None
+        except OSError as exc:
+            if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL):
+                raise
+            recorded = _read(fd)  # no flock here: a live recorded build excludes the step
+            if recorded and (recorded.host != socket.gethostname() or process_alive(recorded.pid)):
+                raise BuildLocked(path, recorded) from None
+        yield
+    finally:
+        os.close(fd)  # releases the shared flock

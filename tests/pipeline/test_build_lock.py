@@ -1,5 +1,6 @@
 """One build at a time per folder: the second holder is refused and told who holds the lock, a lock
-left by a dead process is taken over, a released lock records nobody."""
+left by a dead process is taken over, a released lock records nobody. Steps of Dagster runs share the
+lock with each other, exclude a build and are excluded by one; a build's own steps take nothing."""
 
 import json
 import os
@@ -11,17 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.build_lock import LOCK_NAME, BuildLocked, build_lock, process_alive
+from pipeline.build_lock import LOCK_NAME, BuildLocked, build_lock, process_alive, step_lock
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def hold_in_another_process(folder: Path) -> subprocess.Popen:
-    """A process that takes the lock, says so on stdout, and waits to be killed."""
+def hold_in_another_process(folder: Path, how: str = 'build_lock({folder!r}, command="holder in a test")') -> \
+        subprocess.Popen:
+    """A process that takes the lock (``how``), says so on stdout, and waits to be killed."""
     script = textwrap.dedent(f"""
         import sys, time
-        from pipeline.build_lock import build_lock
-        with build_lock({str(folder)!r}, command="holder in a test"):
+        from pipeline.build_lock import build_lock, step_lock
+        with {how.format(folder=str(folder))}:
             print("held", flush=True)
             time.sleep(300)
     """)
@@ -73,4 +75,48 @@ def test_an_exception_in_the_build_releases_the_lock(tmp_path):
         with build_lock(tmp_path):
             raise RuntimeError("boom")
     with build_lock(tmp_path):
+        pass
+
+
+def test_steps_share_the_lock_and_a_build_waits_for_them(tmp_path):
+    step = hold_in_another_process(tmp_path, how="step_lock({folder!r})")
+    try:
+        with step_lock(tmp_path):  # a second step, of this run or another, shares it
+            pass
+        with pytest.raises(BuildLocked, match="a step of a Dagster run"):
+            with build_lock(tmp_path):
+                pytest.fail("a build ran while a step held the folder")
+    finally:
+        step.kill()
+        step.wait()
+    with build_lock(tmp_path):  # the step ended: the build goes ahead
+        pass
+
+
+def test_a_step_is_refused_while_a_build_holds_the_folder_and_told_which(tmp_path):
+    holder = hold_in_another_process(tmp_path)
+    try:
+        with pytest.raises(BuildLocked) as info:
+            with step_lock(tmp_path):
+                pytest.fail("a step ran while a build held the folder")
+        assert info.value.holder.pid == holder.pid and "holder in a test" in str(info.value)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_builds_own_steps_in_its_process_and_its_forks_take_nothing(tmp_path):
+    with build_lock(tmp_path):
+        with step_lock(tmp_path):  # in the build's process
+            pass
+        child = os.fork()
+        if child == 0:  # a forked step, as the build runs partitions
+            try:
+                with step_lock(tmp_path):
+                    os._exit(0)
+            except BaseException:
+                os._exit(1)
+        _, status = os.waitpid(child, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    with step_lock(tmp_path):  # released: an outside step now takes it itself
         pass
