@@ -84,25 +84,34 @@ def _write(fd: int, holder: LockHolder | None) -> None:
     os.fsync(fd)
 
 
+def _open(folder: Path) -> tuple[Path, int]:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / LOCK_NAME
+    return path, os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+
+
+def _take(path: Path, fd: int, mode: int) -> None:
+    """``flock`` ``fd`` in ``mode`` (exclusive or shared) without waiting, or raise ``BuildLocked``."""
+    try:
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise BuildLocked(path, _read(fd)) from None
+    except OSError as exc:
+        if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL):
+            raise
+        recorded = _read(fd)  # no flock here: the record decides
+        if recorded and (recorded.host != socket.gethostname() or process_alive(recorded.pid)):
+            raise BuildLocked(path, recorded) from None
+
+
 @contextmanager
 def build_lock(folder: Path, *, command: str = "",
                say: Callable[[str], None] | None = None) -> Iterator[LockHolder]:
     """Hold ``folder``'s build lock for the block; raise ``BuildLocked`` when another build has it."""
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / LOCK_NAME
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    path, fd = _open(folder)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise BuildLocked(path, _read(fd)) from None
-        except OSError as exc:
-            if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL):
-                raise
-            recorded = _read(fd)  # no flock here: the record decides
-            if recorded and (recorded.host != socket.gethostname() or process_alive(recorded.pid)):
-                raise BuildLocked(path, recorded) from None
+        _take(path, fd, fcntl.LOCK_EX)
         stale = _read(fd)
         if stale is not None and say is not None:
             say(f"taking over {path}: its holder ({stale.describe()}) ended without releasing it")
@@ -127,20 +136,9 @@ def step_lock(folder: Path) -> Iterator[None]:
     if folder in _HELD:
         yield
         return
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / LOCK_NAME
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    path, fd = _open(folder)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise BuildLocked(path, _read(fd)) from None
-        except OSError as exc:
-            if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL):
-                raise
-            recorded = _read(fd)  # no flock here: a live recorded build excludes the step
-            if recorded and (recorded.host != socket.gethostname() or process_alive(recorded.pid)):
-                raise BuildLocked(path, recorded) from None
+        _take(path, fd, fcntl.LOCK_SH)
         yield
     finally:
         os.close(fd)  # releases the shared flock

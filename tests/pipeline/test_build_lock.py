@@ -8,6 +8,8 @@ import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -17,9 +19,10 @@ from pipeline.build_lock import LOCK_NAME, BuildLocked, build_lock, process_aliv
 REPO = Path(__file__).resolve().parents[2]
 
 
-def hold_in_another_process(folder: Path, how: str = 'build_lock({folder!r}, command="holder in a test")') -> \
-        subprocess.Popen:
-    """A process that takes the lock (``how``), says so on stdout, and waits to be killed."""
+@contextmanager
+def held_in_another_process(folder: Path, how: str = 'build_lock({folder!r}, command="holder in a test")') -> \
+        Iterator[subprocess.Popen]:
+    """A process that takes the lock (``how``), says so on stdout, and waits; killed on leaving."""
     script = textwrap.dedent(f"""
         import sys, time
         from pipeline.build_lock import build_lock, step_lock
@@ -29,27 +32,26 @@ def hold_in_another_process(folder: Path, how: str = 'build_lock({folder!r}, com
     """)
     holder = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
                               env={**os.environ, "PYTHONPATH": str(REPO)})
-    assert holder.stdout.readline().strip() == "held"
-    return holder
-
-
-def test_a_second_build_is_refused_and_told_who_holds_the_lock(tmp_path):
-    holder = hold_in_another_process(tmp_path)
     try:
-        with pytest.raises(BuildLocked) as info:
-            with build_lock(tmp_path):
-                pytest.fail("two builds held the lock")
-        assert info.value.holder.pid == holder.pid and info.value.holder.command == "holder in a test"
-        assert f"pid {holder.pid}" in str(info.value) and str(tmp_path / LOCK_NAME) in str(info.value)
+        assert holder.stdout.readline().strip() == "held"
+        yield holder
     finally:
         holder.kill()
         holder.wait()
 
 
+def test_a_second_build_is_refused_and_told_who_holds_the_lock(tmp_path):
+    with held_in_another_process(tmp_path) as holder, pytest.raises(BuildLocked) as info:
+        with build_lock(tmp_path):
+            pytest.fail("two builds held the lock")
+    assert info.value.holder.pid == holder.pid and info.value.holder.command == "holder in a test"
+    assert f"pid {holder.pid}" in str(info.value) and str(tmp_path / LOCK_NAME) in str(info.value)
+
+
 def test_the_lock_of_a_killed_build_is_taken_over_and_the_takeover_is_said(tmp_path):
-    holder = hold_in_another_process(tmp_path)
-    holder.send_signal(signal.SIGKILL)
-    holder.wait()
+    with held_in_another_process(tmp_path) as holder:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
     assert not process_alive(holder.pid)
     assert json.loads((tmp_path / LOCK_NAME).read_text())["pid"] == holder.pid  # the dead holder's record
     said: list[str] = []
@@ -79,30 +81,21 @@ def test_an_exception_in_the_build_releases_the_lock(tmp_path):
 
 
 def test_steps_share_the_lock_and_a_build_waits_for_them(tmp_path):
-    step = hold_in_another_process(tmp_path, how="step_lock({folder!r})")
-    try:
+    with held_in_another_process(tmp_path, how="step_lock({folder!r})"):
         with step_lock(tmp_path):  # a second step, of this run or another, shares it
             pass
         with pytest.raises(BuildLocked, match="a step of a Dagster run"):
             with build_lock(tmp_path):
                 pytest.fail("a build ran while a step held the folder")
-    finally:
-        step.kill()
-        step.wait()
     with build_lock(tmp_path):  # the step ended: the build goes ahead
         pass
 
 
 def test_a_step_is_refused_while_a_build_holds_the_folder_and_told_which(tmp_path):
-    holder = hold_in_another_process(tmp_path)
-    try:
-        with pytest.raises(BuildLocked) as info:
-            with step_lock(tmp_path):
-                pytest.fail("a step ran while a build held the folder")
-        assert info.value.holder.pid == holder.pid and "holder in a test" in str(info.value)
-    finally:
-        holder.kill()
-        holder.wait()
+    with held_in_another_process(tmp_path) as holder, pytest.raises(BuildLocked) as info:
+        with step_lock(tmp_path):
+            pytest.fail("a step ran while a build held the folder")
+    assert info.value.holder.pid == holder.pid and "holder in a test" in str(info.value)
 
 
 def test_a_builds_own_steps_in_its_process_and_its_forks_take_nothing(tmp_path):
