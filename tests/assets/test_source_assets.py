@@ -11,6 +11,7 @@ from assets.resources import ProjectPaths
 from assets.source.assets import source_database
 from assets.source.checks import SOURCE_TABLES_CHECK
 from assets.stale_outputs import remove_outputs_of_other_sources
+from pipeline.build_lock import LOCK_NAME
 from pipeline.source_db import row_counts
 
 
@@ -39,7 +40,9 @@ def test_materializing_the_demo_source_records_counts_kind_fingerprint_and_the_c
     assert check.severity is dg.AssetCheckSeverity.WARN
     evidence = check.metadata["evidence"].value
     assert "chartevents" in evidence and "unexpected" in evidence
-    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == ["source.duckdb"]  # no pending file left
+    # No pending file left; the build lock's file stays, empty, as after `robustgym build`.
+    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == sorted([LOCK_NAME, "source.duckdb"])
+    assert (tmp_path / "data" / LOCK_NAME).read_text() == ""
 
 
 def test_a_mimic_source_without_folders_fails_with_a_clear_message(tmp_path):
