@@ -1,8 +1,8 @@
 """Proof of effect: a twin is published only if its noise changes what the evidence supports.
 
 Record and value level: the clean task's gold SQL is re-run on the twin's database (the patch laid
-over the source as temporary views, ``pipeline.patching.patched``) and must no longer return the
-clean answer; and the patch must touch nothing outside the evidence it targets (hidden and updated
+over the source in the statement itself, ``pipeline.patching.patched_statement``) and must no
+longer return the clean answer; and the patch must touch nothing outside the evidence it targets (hidden and updated
 rows are clean evidence rows; added rows copy an evidence row's patient, time and item). Query
 level: counts on the unchanged database must show the changed question's premise false or its
 reference ambiguous (``PremiseFact``), and the re-rendered gold SQL is run and its result recorded.
@@ -21,7 +21,7 @@ from pipeline.noise.case import CleanCase, sql_text
 from pipeline.noise.name_counts import NameCounts
 from pipeline.noise.registry import Draft, DropReason, Effect, PremiseFact
 from pipeline.noise.row_roles import conflict_key
-from pipeline.patching import RowsMemo, patched
+from pipeline.patching import RowsMemo, patched_statement
 from pipeline.task_model import AnswerValue, Patch, Proof
 from pipeline.vocabulary import AnswerType, ProofCheck
 
@@ -79,7 +79,7 @@ class Prover:
         self.con = con
         self.memo = memo or RowsMemo()
         self.names = NameCounts(con)
-        # Looked up once: patched() would otherwise ask for it on every application.
+        # Looked up once: every patched statement names it.
         self.catalog = con.execute("SELECT current_database()").fetchone()[0]
 
     def run_gold(self, sql: str, answer_type: AnswerType, decimals: int, patch: Patch | None = None) -> Observed:
@@ -87,10 +87,8 @@ class Prover:
         patch = patch or Patch()
 
         def run() -> list[tuple]:
-            if patch.is_empty:
-                return self.con.execute(sql).fetchall()
-            with patched(self.con, patch, self.catalog):
-                return self.con.execute(sql).fetchall()
+            # One question of the patched database: the patch travels in the statement, no views laid.
+            return self.con.execute(patched_statement(sql, patch, self.catalog)).fetchall()
 
         return observe(answer_type, self.memo.rows(patch, sql, run), decimals=decimals)
 

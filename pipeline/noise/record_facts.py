@@ -33,7 +33,7 @@ from pipeline.answers import Observed, observe
 from pipeline.noise.names import NAME_SOURCES, NAMED_KINDS, NameSource
 from pipeline.noise.physiology import conversions_for, format_value
 from pipeline.noise.row_roles import ENTITY_OF_SLOT, conflict_key, roles
-from pipeline.patching import RowsMemo, patched
+from pipeline.patching import RowsMemo, patched, patched_statement
 from pipeline.schema import ROW_ID, TABLES_BY_NAME
 from pipeline.task_model import AnswerValue, Patch, RowRef, Task, ValueChange
 from pipeline.vocabulary import AnswerType, Level, Operation, SlotKind, Status, Variant
@@ -401,9 +401,11 @@ class FactReader:
     def _gold(self, template, slots: dict[str, str], task: Task) -> Observed:
         return self.observe(template.render_sql(slots), task.answer_type, template, task.patch)
 
-    def observe(self, sql: str, answer_type: AnswerType, template, patch: Patch) -> Observed:
-        """``sql``'s answer on the database as ``patch`` leaves it (which must be laid already)."""
-        rows = self.memo.rows(patch, sql, lambda: self.con.execute(sql).fetchall())
+    def observe(self, sql: str, answer_type: AnswerType, template, patch: Patch, *, laid: bool = True) -> Observed:
+        """``sql``'s answer on the database as ``patch`` leaves it: read through the patch's views, laid
+        already, or (``laid=False``) with the patch carried in the statement."""
+        statement = sql if laid else patched_statement(sql, patch, self.catalog)
+        rows = self.memo.rows(patch, sql, lambda: self.con.execute(statement).fetchall())
         return observe(answer_type, rows, decimals=int(getattr(template, "decimals", 2)))
 
     def _scope(self, template, slots: dict[str, str]) -> dict[str, list[int]]:
@@ -587,13 +589,12 @@ class FactReader:
         return out
 
     def _set_aside(self, task: Task, template, slots, patches: dict[Status, Patch]) -> dict[Status, Observed]:
-        """The answer with each status's rows set aside; each patch is laid on its own (not nested in the
-        task's views, which a nested patch's exit would drop)."""
+        """The answer with each status's rows set aside: one statement carrying its patch each, run once
+        the task's own views are gone."""
         sql = template.render_sql(slots)
         out: dict[Status, Observed] = {}
         for status, merged in patches.items():
-            with patched(self.con, merged, self.catalog):
-                out[status] = self.observe(sql, task.answer_type, template, merged)
+            out[status] = self.observe(sql, task.answer_type, template, merged, laid=False)
         return out
 
     def _converted_back(self, rows: list[tuple[str, int]]) -> tuple[ValueChange, ...] | None:

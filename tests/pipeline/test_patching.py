@@ -3,7 +3,7 @@
 import duckdb
 import pytest
 
-from pipeline.patching import patched, patched_select
+from pipeline.patching import patched, patched_select, patched_statement
 from pipeline.schema import create_table_sql, table
 from pipeline.task_model import AddedRow, ColumnValue, Patch, RowRef, ValueChange
 
@@ -47,3 +47,29 @@ def test_text_values_are_quoted_safely(con):
     with patched(con, patch):
         assert con.execute("SELECT comments FROM labevents WHERE row_id = 0").fetchone()[0].startswith("it's'")
     assert con.execute("SELECT count(*) FROM labevents").fetchone()[0] == 5
+
+
+def test_a_statement_carrying_its_patch_reads_what_the_views_show(con):
+    patch = Patch(
+        hide=(RowRef("labevents", 1),),
+        update=(ValueChange("labevents", 2, "valuenum", "99.5"),),
+        add=(AddedRow("labevents", -1, (ColumnValue("labevent_id", "100"), ColumnValue("subject_id", "1"),
+                                        ColumnValue("specimen_id", "1"), ColumnValue("itemid", "50971"),
+                                        ColumnValue("valuenum", "3.0"))),),
+    )
+    catalog = con.execute("SELECT current_database()").fetchone()[0]
+    questions = [
+        "SELECT row_id, valuenum FROM labevents ORDER BY row_id",
+        # The question's own WITH list follows the patch's, and a subquery sees the patched table too.
+        "WITH high AS (SELECT * FROM labevents WHERE valuenum > 5) SELECT count(*), "
+        "(SELECT max(valuenum) FROM labevents) FROM high",
+        "with recursive n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3) "
+        "SELECT sum(valuenum) FROM labevents, n",
+    ]
+    for sql in questions:
+        with patched(con, patch, catalog):
+            through_views = con.execute(sql).fetchall()
+        assert con.execute(patched_statement(sql, patch, catalog)).fetchall() == through_views
+        # Nothing was laid: the next statement reads the source as it is.
+        assert con.execute(sql).fetchall() != through_views
+    assert patched_statement(questions[0], Patch(), catalog) == questions[0]
