@@ -195,9 +195,24 @@ def arrow_schema() -> pa.Schema:
     return pa.schema(_arrow_fields(Task))
 
 
+_PLAIN_TYPES = frozenset({str, int, float, bool, type(None), datetime})
+
+
+@functools.cache
+def _field_names(cls) -> tuple[str, ...]:
+    return tuple(name for name, _, _ in _field_plan(cls)[0])
+
+
 def _to_plain(obj):
+    # Writing a release runs this over a million values, most of them plain already: their exact
+    # type is looked up first, the dataclass and enum tests come after.
+    kind = type(obj)
+    if kind in _PLAIN_TYPES:
+        return obj
+    if kind is tuple:
+        return [_to_plain(x) for x in obj]
     if dataclasses.is_dataclass(obj):
-        return {name: _to_plain(getattr(obj, name)) for name, _, _ in _field_plan(type(obj))[0]}
+        return {name: _to_plain(getattr(obj, name)) for name in _field_names(kind)}
     if isinstance(obj, Enum):
         return obj.value
     if isinstance(obj, tuple):
