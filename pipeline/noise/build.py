@@ -169,7 +169,7 @@ class _Builder:
         # The label must follow from the twin's record alone, read without knowing how it was made.
         problem = None
         if self.config.check_labels:
-            decision = decide(self.reader.facts(twin))
+            decision = decide(self.reader.facts(twin, trust_evidence=True))
             problem = disagreement(twin, decision)
         self.proof_ms.append((time.perf_counter() - start) * 1000)
         if problem is not None:

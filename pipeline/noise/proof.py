@@ -22,6 +22,7 @@ from pipeline.noise.name_counts import NameCounts
 from pipeline.noise.registry import Draft, DropReason, Effect, PremiseFact
 from pipeline.noise.row_roles import conflict_key
 from pipeline.patching import RowsMemo, patched_statement
+from pipeline.sql_reads import ReadColumns
 from pipeline.task_model import AnswerValue, Patch, Proof
 from pipeline.vocabulary import AnswerType, ProofCheck
 
@@ -78,6 +79,7 @@ class Prover:
     def __init__(self, con: duckdb.DuckDBPyConnection, memo: RowsMemo | None = None):
         self.con = con
         self.memo = memo or RowsMemo()
+        self.reads = ReadColumns(con)
         self.names = NameCounts(con)
         # Looked up once: every patched statement names it.
         self.catalog = con.execute("SELECT current_database()").fetchone()[0]
@@ -111,6 +113,8 @@ class Prover:
         outside = scope_problems(case, draft.patch)
         if outside:
             return Verdict(None, None, DropReason.PATCH_OUTSIDE_EVIDENCE, "; ".join(outside[:3]))
+        if self.reads.unread_by((t.template_id, "gold_sql"), t.gold_sql, draft.patch):
+            return Verdict(None, None, DropReason.ANSWER_UNCHANGED, "the patch rewrites no column the gold SQL reads")
         try:
             observed = self.run_gold(t.gold_sql, t.answer_type, decimals_of(case), draft.patch)
         except duckdb.Error as exc:

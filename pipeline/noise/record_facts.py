@@ -35,6 +35,7 @@ from pipeline.noise.physiology import conversions_for, format_value
 from pipeline.noise.row_roles import ENTITY_OF_SLOT, conflict_key, roles
 from pipeline.patching import RowsMemo, patched, patched_statement
 from pipeline.schema import ROW_ID, TABLES_BY_NAME
+from pipeline.sql_reads import ReadColumns
 from pipeline.task_model import AnswerValue, Patch, RowRef, Task, ValueChange
 from pipeline.vocabulary import AnswerType, Level, Operation, SlotKind, Status, Variant
 
@@ -196,6 +197,7 @@ class FactReader:
                  memo: RowsMemo | None = None):
         self.con = con
         self.memo = memo or RowsMemo()
+        self.reads = ReadColumns(con)
         self.templates = templates  # template id -> template
         self.catalog = con.execute("SELECT current_database()").fetchone()[0]
         self.tables = {r[0] for r in con.execute(
@@ -234,7 +236,11 @@ class FactReader:
         for index in self._indexes.values():
             index.expected = self._expected
 
-    def facts(self, task: Task, *, trust_clean: bool = False) -> RecordFacts:
+    def facts(self, task: Task, *, trust_clean: bool = False, trust_evidence: bool = False) -> RecordFacts:
+        """The facts of ``task``'s record. ``trust_clean``: a clean task's answer and evidence were read
+        on this database when it was extracted. ``trust_evidence``: the task's evidence was read by its
+        template's evidence query on this database (a twin the builder just made keeps its clean task's),
+        so a patch that rewrites none of the columns that query reads leaves it as it is."""
         template = self.templates(task.template_id)
         slots = {s.name: s.value for s in task.slots}
         kinds = {name: SlotKind(kind) for name, kind in template.slots.items()}
@@ -261,7 +267,12 @@ class FactReader:
                 scope = _by_table(task.evidence)
             else:
                 gold = self._gold(template, slots, task)
-                scope = self._scope(template, slots)
+                evidence_sql = template.render_evidence_sql(slots)
+                if trust_evidence and self.reads.unread_by((template.id, "evidence_sql"), evidence_sql, task.patch):
+                    # The query selects on the twin's database the rows it selected on the source.
+                    scope = _by_table(task.evidence)
+                else:
+                    scope = self._scope(evidence_sql)
             anomalies = self._anomalies(scope, task.patch)
             anomalies += self._detached(task, template, slots, kinds, {(a.table, a.row_id) for a in anomalies})
             aside = self._aside_patches(task, anomalies)
@@ -408,8 +419,8 @@ class FactReader:
         rows = self.memo.rows(patch, sql, lambda: self.con.execute(statement).fetchall())
         return observe(answer_type, rows, decimals=int(getattr(template, "decimals", 2)))
 
-    def _scope(self, template, slots: dict[str, str]) -> dict[str, list[int]]:
-        rows = self.con.execute(template.render_evidence_sql(slots)).fetchall()
+    def _scope(self, evidence_sql: str) -> dict[str, list[int]]:
+        rows = self.con.execute(evidence_sql).fetchall()
         scope: dict[str, list[int]] = {}
         for table_name, row_id in rows:
             if not TABLES_BY_NAME[table_name].dictionary:

@@ -65,6 +65,16 @@ def test_raising_the_maximum_passes_the_proof_and_records_what_changed(con, max_
     assert verdict.effect.observed.number == 100000 and "-> 100000" in verdict.proof.detail
 
 
+def test_rewriting_a_column_the_gold_sql_never_reads_fails_the_proof_without_running_it(con, max_case):
+    top = max(max_case.evidence_rows("labevents"), key=lambda r: r["valuenum"])
+    assert "comments" not in max_case.task.gold_sql
+    prover = Prover(con)
+    verdict = prover.data_noise(max_case, _draft(Patch(update=(ValueChange("labevents", top["row_id"], "comments",
+                                                                           "hemolysed"),))))
+    assert verdict.dropped is DropReason.ANSWER_UNCHANGED and "no column the gold SQL reads" in verdict.why
+    assert prover.memo.hits == 0 and not prover.memo._rows  # nothing ran
+
+
 def test_an_empty_patch_is_no_candidate(con, max_case):
     assert Prover(con).data_noise(max_case, _draft(Patch())).dropped is DropReason.NO_CANDIDATE
 

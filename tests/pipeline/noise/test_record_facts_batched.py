@@ -88,3 +88,21 @@ def test_the_names_a_patched_record_shows_are_those_its_sql_counts_give(built):
                 spared += any(reader._index(src).events(value, subject) > reader._rows_changed(src, twin.patch)
                               for src in srcs)
     assert checked >= 10 and spared >= 5, (checked, spared)
+
+
+def test_a_twins_trusted_evidence_gives_the_facts_its_evidence_query_gives(built):
+    """The builder's twins keep their clean task's evidence; where the patch rewrites no column the
+    evidence query reads, the reader takes that evidence instead of running the query: the facts (and
+    the anomalies found in that scope) are the same either way."""
+    db, _, result = built
+    twins = [t for t in result.twins if t.noise_level is not NoiseLevel.QUERY]
+    con = duckdb.connect(str(db), read_only=True)
+    reader = FactReader(con, REGISTRY.get)
+    trusted = 0
+    for twin in twins:
+        template = REGISTRY.get(twin.template_id)
+        slots = {s.name: s.value for s in twin.slots}
+        if reader.reads.unread_by((template.id, "evidence_sql"), template.render_evidence_sql(slots), twin.patch):
+            trusted += 1
+        assert reader.facts(twin, trust_evidence=True) == reader.facts(twin), twin.task_id
+    assert trusted >= 10, trusted
