@@ -18,19 +18,22 @@ def con(tmp_path):
     con.close()
 
 
+HIDE_UPDATE_ADD = Patch(
+    hide=(RowRef("labevents", 1),),
+    update=(ValueChange("labevents", 2, "valuenum", "99.5"),),
+    add=(AddedRow("labevents", -1, (ColumnValue("labevent_id", "100"), ColumnValue("subject_id", "1"),
+                                    ColumnValue("specimen_id", "1"), ColumnValue("itemid", "50971"),
+                                    ColumnValue("valuenum", "3.0"))),),
+)
+
+
 def values(con):
     return con.execute("SELECT row_id, valuenum FROM labevents ORDER BY row_id").fetchall()
 
 
 def test_hide_update_and_add_are_visible_inside_the_block_and_gone_after(con):
     clean = values(con)
-    patch = Patch(
-        hide=(RowRef("labevents", 1),),
-        update=(ValueChange("labevents", 2, "valuenum", "99.5"),),
-        add=(AddedRow("labevents", -1, (ColumnValue("labevent_id", "100"), ColumnValue("subject_id", "1"),
-                                        ColumnValue("specimen_id", "1"), ColumnValue("itemid", "50971"),
-                                        ColumnValue("valuenum", "3.0"))),),
-    )
+    patch = HIDE_UPDATE_ADD
     with patched(con, patch):
         assert values(con) == [(-1, 3.0), (0, 3.0), (2, 99.5), (3, 6.0), (4, 7.0)]
     assert values(con) == clean
@@ -50,13 +53,7 @@ def test_text_values_are_quoted_safely(con):
 
 
 def test_a_statement_carrying_its_patch_reads_what_the_views_show(con):
-    patch = Patch(
-        hide=(RowRef("labevents", 1),),
-        update=(ValueChange("labevents", 2, "valuenum", "99.5"),),
-        add=(AddedRow("labevents", -1, (ColumnValue("labevent_id", "100"), ColumnValue("subject_id", "1"),
-                                        ColumnValue("specimen_id", "1"), ColumnValue("itemid", "50971"),
-                                        ColumnValue("valuenum", "3.0"))),),
-    )
+    patch = HIDE_UPDATE_ADD
     catalog = con.execute("SELECT current_database()").fetchone()[0]
     questions = [
         "SELECT row_id, valuenum FROM labevents ORDER BY row_id",
