@@ -103,6 +103,18 @@ class StatementGate:
     problems: list[str] = field(default_factory=list)
 
     def check(self, con: duckdb.DuckDBPyConnection, sql: str) -> None:
+        tree = json.loads(con.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()[0])
+        if tree.get("error") or len(tree["statements"]) != 1:
+            # Only SELECTs serialize. Anything else (several statements, another kind, a syntax error)
+            # is parsed again to say what was sent; one SELECT, the usual case, is parsed once here.
+            self._refuse(con, sql, tree)
+        self.problems = []
+        self._walk(tree["statements"][0]["node"], frozenset())
+        if self.problems:
+            raise SandboxViolation(sorted(set(self.problems)))
+
+    @staticmethod
+    def _refuse(con: duckdb.DuckDBPyConnection, sql: str, tree: dict) -> None:
         try:
             statements = con.extract_statements(sql)
         except duckdb.Error as exc:
@@ -112,15 +124,9 @@ class StatementGate:
         kind = statements[0].type
         if kind != duckdb.StatementType.SELECT:
             raise SandboxViolation([f"only SELECT statements are allowed, got {kind.name}"])
-        tree = json.loads(con.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()[0])
         if tree.get("error"):
             raise SandboxViolation([f"statement not supported by the sandbox ({tree.get('error_message', '')})"])
-        if len(tree["statements"]) != 1:
-            raise SandboxViolation(["exactly one statement per call"])
-        self.problems = []
-        self._walk(tree["statements"][0]["node"], frozenset())
-        if self.problems:
-            raise SandboxViolation(sorted(set(self.problems)))
+        raise SandboxViolation(["exactly one statement per call"])
 
     def _walk(self, node: Any, ctes: frozenset[str]) -> None:
         if isinstance(node, list):

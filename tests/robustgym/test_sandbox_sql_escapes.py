@@ -119,6 +119,14 @@ def test_dropping_or_replacing_the_twins_view_is_refused(twin_env, query):
     still_serves_the_twin(env, count_sql)
 
 
+@pytest.mark.parametrize("query", ["SELECT 1; SELECT 2", "SELECT 1; DROP VIEW labevents",
+                                   "DROP VIEW labevents; SELECT 1"])
+def test_a_call_with_several_statements_is_refused_whatever_they_are(twin_env, query):
+    env, _, count_sql = twin_env
+    assert "exactly one statement per call, got 2" in refused(env, query)
+    still_serves_the_twin(env, count_sql)
+
+
 @pytest.mark.parametrize("query", [
     "SELECT * FROM query_table('rg_base.main.labevents')",
     "SELECT * FROM query('SELECT * FROM rg_base.main.labevents')",
