@@ -12,11 +12,10 @@ views costs about 1.3 ms a patch, a millisecond query's worth, so a proof that a
 a patched database asks it this way.
 """
 
+import re
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-
-import re
 
 import duckdb
 
@@ -71,7 +70,7 @@ def patched(con: duckdb.DuckDBPyConnection, patch: Patch, catalog: str | None = 
     names = sorted(patch.tables)
     try:
         for name in names:
-            sql = patched_select(table(name), patch, f'"{catalog}".main."{name}"')
+            sql = patched_select(table(name), patch, _source_table(catalog, name))
             con.execute(f'CREATE OR REPLACE TEMP VIEW "{name}" AS {sql}')
         yield
     finally:
@@ -89,7 +88,7 @@ def patched_statement(sql: str, patch: Patch, catalog: str) -> str:
     if patch.is_empty:
         return sql
     ctes = ", ".join(
-        f"{_q(name)} AS NOT MATERIALIZED ({patched_select(table(name), patch, f'{_q(catalog)}.main.{_q(name)}')})"
+        f"{_q(name)} AS NOT MATERIALIZED ({patched_select(table(name), patch, _source_table(catalog, name))})"
         for name in sorted(patch.tables))
     lead = _LEADING_WITH.match(sql)
     if lead is None:
@@ -99,6 +98,11 @@ def patched_statement(sql: str, patch: Patch, catalog: str) -> str:
 
 def _q(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
+
+
+def _source_table(catalog: str, name: str) -> str:
+    """The source's own table, past any view or CTE that shadows its name."""
+    return f"{_q(catalog)}.main.{_q(name)}"
 
 
 class RowsMemo:

@@ -12,6 +12,8 @@ import json
 
 import duckdb
 
+from pipeline.task_model import Patch
+
 
 def columns_read(con: duckdb.DuckDBPyConnection, sql: str) -> frozenset[str] | None:
     """The lower-case names of every column ``sql`` reads, or None when it may read whole rows (or
@@ -71,7 +73,7 @@ class ReadColumns:
         self.con = con
         self._known: dict[tuple[str, str], frozenset[str] | None] = {}
 
-    def unread_by(self, key: tuple[str, str], sql: str, patch) -> bool:
+    def unread_by(self, key: tuple[str, str], sql: str, patch: Patch) -> bool:
         """Whether ``patch`` only rewrites values in columns ``sql`` never reads, so that ``sql`` gives
         under it what it gives on the unpatched database. ``key`` names the statement's shape (a
         template's id and which of its statements): slots are literals, so every filling reads the

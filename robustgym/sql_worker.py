@@ -28,7 +28,7 @@ from datetime import date, datetime, timedelta, timezone
 from datetime import time as clock_time
 from decimal import Decimal
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, NoReturn
 from uuid import UUID
 
 import duckdb
@@ -114,7 +114,7 @@ class StatementGate:
             raise SandboxViolation(sorted(set(self.problems)))
 
     @staticmethod
-    def _refuse(con: duckdb.DuckDBPyConnection, sql: str, tree: dict) -> None:
+    def _refuse(con: duckdb.DuckDBPyConnection, sql: str, tree: dict) -> NoReturn:
         try:
             statements = con.extract_statements(sql)
         except duckdb.Error as exc:

@@ -2,8 +2,9 @@
 
 Record and value level: the clean task's gold SQL is re-run on the twin's database (the patch laid
 over the source in the statement itself, ``pipeline.patching.patched_statement``) and must no
-longer return the clean answer; and the patch must touch nothing outside the evidence it targets (hidden and updated
-rows are clean evidence rows; added rows copy an evidence row's patient, time and item). Query
+longer return the clean answer; and the patch must touch nothing outside the evidence it targets
+(hidden and updated rows are clean evidence rows; added rows copy an evidence row's patient, time
+and item). Query
 level: counts on the unchanged database must show the changed question's premise false or its
 reference ambiguous (``PremiseFact``), and the re-rendered gold SQL is run and its result recorded.
 

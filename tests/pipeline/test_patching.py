@@ -33,8 +33,7 @@ def values(con):
 
 def test_hide_update_and_add_are_visible_inside_the_block_and_gone_after(con):
     clean = values(con)
-    patch = HIDE_UPDATE_ADD
-    with patched(con, patch):
+    with patched(con, HIDE_UPDATE_ADD):
         assert values(con) == [(-1, 3.0), (0, 3.0), (2, 99.5), (3, 6.0), (4, 7.0)]
     assert values(con) == clean
 
@@ -53,7 +52,6 @@ def test_text_values_are_quoted_safely(con):
 
 
 def test_a_statement_carrying_its_patch_reads_what_the_views_show(con):
-    patch = HIDE_UPDATE_ADD
     catalog = con.execute("SELECT current_database()").fetchone()[0]
     questions = [
         "SELECT row_id, valuenum FROM labevents ORDER BY row_id",
@@ -64,9 +62,9 @@ def test_a_statement_carrying_its_patch_reads_what_the_views_show(con):
         "SELECT sum(valuenum) FROM labevents, n",
     ]
     for sql in questions:
-        with patched(con, patch, catalog):
+        with patched(con, HIDE_UPDATE_ADD, catalog):
             through_views = con.execute(sql).fetchall()
-        assert con.execute(patched_statement(sql, patch, catalog)).fetchall() == through_views
+        assert con.execute(patched_statement(sql, HIDE_UPDATE_ADD, catalog)).fetchall() == through_views
         # Nothing was laid: the next statement reads the source as it is.
         assert con.execute(sql).fetchall() != through_views
     assert patched_statement(questions[0], Patch(), catalog) == questions[0]
