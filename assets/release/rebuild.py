@@ -12,6 +12,7 @@ config declares a field of that name (``seed`` reaches the source, the templates
 release stages alike), so the runner does not hard-code the stages' config classes.
 """
 
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 import dagster as dg
 
 from assets.gate import EVIDENCE
+from assets.release.interrupts import InterruptWatch, forget_in_child, is_interrupt
 from pipeline.progress import ProgressEvent, listening
 
 
@@ -157,13 +159,27 @@ def _tagged(message: str, partition: str | None) -> str:
     return message
 
 
-def _materialize_in_worker(key: dg.AssetKey, partition: str | None, run_config: dict) -> Step:
-    everything, resources, instance_ref, messages = (
-        _FORKED[k] for k in ("everything", "resources", "instance_ref", "messages"))
-    instance = dg.DagsterInstance.from_ref(instance_ref) if instance_ref else dg.DagsterInstance.ephemeral()
-    with instance:
-        return _materialize(everything, resources, instance, key, partition, run_config,
-                            lambda message: messages.put(_tagged(message, partition)))
+def _partition_worker(key: dg.AssetKey, partition: str, run_config: dict, results) -> None:
+    """A forked worker: one partition in its own run. Its progress, then its Step, go to the parent
+    through ``results`` (a pipe of its own: nothing is shared with the other workers)."""
+    forget_in_child()
+    everything, resources, instance_ref = (_FORKED[k] for k in ("everything", "resources", "instance_ref"))
+    sending = threading.Lock()  # a stage may report from threads of its own
+
+    def send(kind: str, payload) -> None:
+        with sending:
+            results.send((kind, payload))
+
+    try:
+        instance = dg.DagsterInstance.from_ref(instance_ref) if instance_ref else dg.DagsterInstance.ephemeral()
+        with instance:
+            step = _materialize(everything, resources, instance, key, partition, run_config,
+                                lambda message: send("progress", _tagged(message, partition)))
+    except BaseException as exc:
+        if is_interrupt(type(exc)):
+            return  # the parent stopped this worker and reports the interrupt itself
+        step = Step(key.to_user_string(), partition, False, 0.0, error=f"{type(exc).__name__}: {exc}")
+    send("step", step)
 
 
 def _instance_ref(instance: dg.DagsterInstance):
@@ -184,6 +200,9 @@ def run_graph(defs: dg.Definitions, *, settings: Mapping[str, object], resources
     many forked processes at once, each partition in its own run as before. Partitions write only
     their own files and read only what earlier assets wrote, so the outputs are the bytes of a serial
     build; steps are reported in partition order whatever order they finish in.
+
+    Ctrl-C or SIGTERM raises ``KeyboardInterrupt``: at once as a rule, at the latest when the step
+    running at the time ends (``assets/release/interrupts.py`` says why a step may not notice).
     """
     say = progress or (lambda message: None)
     everything = [*(defs.assets or []), *(defs.asset_checks or [])]
@@ -204,28 +223,42 @@ def run_graph(defs: dg.Definitions, *, settings: Mapping[str, object], resources
             say(f"  warning {c.asset}.{c.check}:\n" + _indent(c.evidence))
         return step.success
 
-    for assets_def, key, partitions in steps:
-        name = key.to_user_string()
-        fields = _config_fields(assets_def)
-        config = {k: v for k, v in settings.items() if k in fields}
-        run_config: dict = {"ops": {assets_def.op.name: {"config": config}}} if config else {}
-        if log_level:
-            run_config["loggers"] = {"console": {"config": {"log_level": log_level}}}
-        labels = [name + (f"[{p}]" if p else "") for p in partitions]
-        if workers > 1 and len(partitions) > 1:
-            done = len(run.steps)
-            say(f"[{done + 1}-{done + len(partitions)}/{total}] {', '.join(labels)} ... "
-                f"({min(workers, len(partitions))} at a time)")
-            results = _run_partitions(everything, resources, instance, key, partitions, run_config, say, workers)
-            for step in results:  # partition order: a failure is reported where a serial build reports it
+    with InterruptWatch() as interrupts:
+        for assets_def, key, partitions in steps:
+            name = key.to_user_string()
+            fields = _config_fields(assets_def)
+            config = {k: v for k, v in settings.items() if k in fields}
+            run_config: dict = {"ops": {assets_def.op.name: {"config": config}}} if config else {}
+            if log_level:
+                run_config["loggers"] = {"console": {"config": {"log_level": log_level}}}
+            labels = [name + (f"[{p}]" if p else "") for p in partitions]
+            if workers > 1 and len(partitions) > 1:
+                done = len(run.steps)
+                say(f"[{done + 1}-{done + len(partitions)}/{total}] {', '.join(labels)} ... "
+                    f"({min(workers, len(partitions))} at a time)")
+                results = _run_partitions(everything, resources, instance, key, partitions, run_config, say,
+                                          workers)
+                _stop_if(interrupts)
+                for step in results:  # partition order: a failure is reported where a serial build reports it
+                    if not record(step):
+                        return run
+                continue
+            for partition, label in zip(partitions, labels):
+                say(f"[{len(run.steps) + 1}/{total}] {label} ...")
+                step = _materialize(everything, resources, instance, key, partition, run_config, say)
+                _stop_if(interrupts)
                 if not record(step):
                     return run
-            continue
-        for partition, label in zip(partitions, labels):
-            say(f"[{len(run.steps) + 1}/{total}] {label} ...")
-            if not record(_materialize(everything, resources, instance, key, partition, run_config, say)):
-                return run
     return run
+
+
+def _stop_if(interrupts: InterruptWatch) -> None:
+    """An interrupt that arrived during the step ends the build here, however the step ended."""
+    if interrupts.received():
+        raise KeyboardInterrupt
+
+
+STOP_GRACE_SECONDS = 10.0  # for a stopped worker to end its step (its files are written atomically)
 
 
 def _run_partitions(everything, resources, instance, key, partitions, run_config, say, workers) -> list[Step]:
@@ -234,39 +267,63 @@ def _run_partitions(everything, resources, instance, key, partitions, run_config
     Fork, not spawn: the children inherit the loaded definitions (which cannot be pickled) and start
     in milliseconds instead of re-importing Dagster. No DuckDB connection is open between steps, so
     none is shared across the fork, and each partition gets a fresh process (nothing cached in one
-    partition's memory reaches the next). The children's progress comes back through a queue and is
-    shown by the parent, so it reaches whatever ``say`` writes to (a captured stream included). An
-    interrupt (Ctrl-C) or any error in the parent stops the children at once."""
+    partition's memory reaches the next). Each child sends its progress and then its Step through a
+    pipe of its own, which the parent reads as they come: progress reaches whatever ``say`` writes to
+    (a captured stream included), and a child that dies without a Step is a failed step, not a hang.
+    An interrupt (Ctrl-C) or any error in the parent stops the children (``_stop``)."""
     import multiprocessing
-    import threading
+    from multiprocessing.connection import wait
 
     context = multiprocessing.get_context("fork")
-    messages = context.Queue()
-
-    def relay() -> None:
-        while (message := messages.get()) is not None:  # None: the workers are gone
-            say(message)
-
-    relay_thread = threading.Thread(target=relay, name="partition-progress", daemon=True)
-    relay_thread.start()
-    _FORKED.update(everything=everything, resources=resources, instance_ref=_instance_ref(instance),
-                   messages=messages)
-    pool = context.Pool(processes=min(workers, len(partitions)), maxtasksperchild=1)
-    finished = False
+    name = key.to_user_string()
+    waiting = list(enumerate(partitions))
+    running: dict = {}  # the parent's end of a child's pipe -> (partition index, child)
+    steps: dict[int, Step] = {}
+    _FORKED.update(everything=everything, resources=resources, instance_ref=_instance_ref(instance))
     try:
-        pending = [pool.apply_async(_materialize_in_worker, (key, p, run_config)) for p in partitions]
-        steps = [r.get() for r in pending]
-        pool.close()
-        pool.join()  # the workers exited: everything they sent is in the queue
-        finished = True
-        return steps
+        while waiting or running:
+            while waiting and len(running) < workers:
+                index, partition = waiting.pop(0)
+                receive, send = context.Pipe(duplex=False)
+                child = context.Process(target=_partition_worker, args=(key, partition, run_config, send),
+                                        name=f"{name}[{partition}]", daemon=True)
+                child.start()
+                send.close()  # the child holds the only write end: its exit is the pipe's end
+                running[receive] = (index, child)
+            for receive in wait(list(running)):
+                index, child = running[receive]
+                try:
+                    kind, payload = receive.recv()
+                except EOFError:
+                    kind, payload = "died", None
+                if kind == "progress":
+                    say(payload)
+                    continue
+                del running[receive]
+                receive.close()
+                child.join()
+                steps[index] = payload if kind == "step" else Step(
+                    name, partitions[index], False, 0.0,
+                    error=f"its worker process ended without a result (exit code {child.exitcode})")
+        return [steps[i] for i in range(len(partitions))]
     finally:
-        if not finished:
-            pool.terminate()
-            pool.join()
+        _stop([child for _, child in running.values()])
+        for receive in running:
+            receive.close()
         _FORKED.clear()
-        messages.put(None)
-        # A worker terminated mid-message can leave the queue unreadable: after an interrupt the relay
-        # (a daemon thread) is given a moment, not waited for.
-        relay_thread.join(timeout=None if finished else 5)
-        messages.close()
+
+
+def _stop(children: list) -> None:
+    """SIGTERM, which Dagster turns into an interrupted step in each child; whatever still runs after
+    ``STOP_GRACE_SECONDS`` (or at a second Ctrl-C) is killed. No child outlives the build."""
+    try:
+        for child in children:
+            child.terminate()
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        for child in children:
+            child.join(max(0.0, deadline - time.monotonic()))
+    finally:
+        for child in children:
+            if child.is_alive():
+                child.kill()
+                child.join()

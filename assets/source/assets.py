@@ -9,7 +9,6 @@ from assets.metadata import ROW_COUNT, code_version, distribution
 from assets.resources import ProjectPaths
 from assets.source.checks import SOURCE_TABLES_CHECK, source_tables_contract
 from assets.stale_outputs import remove_outputs_of_other_sources
-from pipeline.contracts.runner import import_in_background
 from pipeline.duckdb_memory import open_read_only
 from pipeline.source_audit import audit_chart, audit_source, write_audit
 from pipeline.source_db import read_source_info, row_counts
@@ -63,12 +62,7 @@ def source_database(context: dg.AssetExecutionContext, config: SourceConfig,
     """The source EHR database (DuckDB): synthetic MIMIC-IV by default, or your MIMIC-IV download."""
     target = paths.source_db
     pending = pending_path(target)
-    importing = import_in_background()  # the contract's engine loads while the database is built
-    try:
-        build_source(config, pending, context.log.info)
-    finally:
-        if importing is not None:
-            importing.join()  # a process forked later must not inherit a half-done import
+    build_source(config, pending, context.log.info)
     check_results = gate(context, [source_tables_contract(pending)], pending)
     with open_read_only(pending) as con:
         info = read_source_info(con)

@@ -7,29 +7,12 @@ here, lazily: importing it costs seconds and the rest of the pipeline never need
 """
 
 import functools
-import importlib
 import json
 import math
-import sys
-import threading
 from collections.abc import Mapping
 
 from pipeline.contracts.results import MAX_EXAMPLES, ContractResult, ExpectationResult, Severity
 from pipeline.contracts.suites import check_suite, load_suite
-
-
-def import_in_background() -> threading.Thread | None:
-    """Start importing Great Expectations in a thread of its own, for a stage with seconds of other
-    work before its first contract: the source stage loads the database meanwhile, mostly inside
-    DuckDB, which leaves the interpreter free for the import. A contract run before the import is done
-    waits for it, as any import of a module being imported waits. Returns the thread (None when
-    Great Expectations is imported already)."""
-    if "great_expectations" in sys.modules:
-        return None
-    thread = threading.Thread(target=importlib.import_module, args=("great_expectations",),
-                              name="import-great-expectations", daemon=True)
-    thread.start()
-    return thread
 
 
 @functools.cache

@@ -182,8 +182,6 @@ def _run_locked(args: argparse.Namespace, defs=None) -> int:
     with instance:
         graph = run_graph(defs, settings=settings_from(args), resources={"paths": paths}, instance=instance,
                           progress=say, log_level=None if args.verbose else "CRITICAL", workers=args.workers)
-    if not graph.success and graph.failed and "DagsterExecutionInterruptedError" in (graph.failed.error or ""):
-        raise KeyboardInterrupt  # Dagster turned Ctrl-C into a failed step: report it as what it was
     if not graph.success:
         step = graph.failed
         print(f"build FAILED at {step.label if step else '(nothing to run)'}: {step.error if step else ''}",
