@@ -11,6 +11,7 @@
 import ctypes
 import os
 import resource
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +28,9 @@ def robustgym(*args: str) -> list[str]:
 
 def _preexec(file_size: int | None, bound_by_permissions: bool):
     def limit() -> None:
+        # Ctrl-C reaches the command even when the suite runs as a background job of a shell
+        # without job control, which starts it with SIGINT ignored.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
         if file_size is not None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
         if bound_by_permissions and os.geteuid() == 0:

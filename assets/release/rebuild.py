@@ -12,6 +12,7 @@ config declares a field of that name (``seed`` reaches the source, the templates
 release stages alike), so the runner does not hard-code the stages' config classes.
 """
 
+import signal
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -161,7 +162,8 @@ def _tagged(message: str, partition: str | None) -> str:
 
 def _partition_worker(key: dg.AssetKey, partition: str, run_config: dict, results) -> None:
     """A forked worker: one partition in its own run. Its progress, then its Step, go to the parent
-    through ``results`` (a pipe of its own: nothing is shared with the other workers)."""
+    through ``results`` (a pipe of its own: nothing is shared with the other workers). Stopped by the
+    parent (SIGTERM), it ends without a word: the parent reports the interrupt."""
     forget_in_child()
     everything, resources, instance_ref = (_FORKED[k] for k in ("everything", "resources", "instance_ref"))
     sending = threading.Lock()  # a stage may report from threads of its own
@@ -171,15 +173,21 @@ def _partition_worker(key: dg.AssetKey, partition: str, run_config: dict, result
             results.send((kind, payload))
 
     try:
-        instance = dg.DagsterInstance.from_ref(instance_ref) if instance_ref else dg.DagsterInstance.ephemeral()
-        with instance:
-            step = _materialize(everything, resources, instance, key, partition, run_config,
-                                lambda message: send("progress", _tagged(message, partition)))
+        try:
+            instance = dg.DagsterInstance.from_ref(instance_ref) if instance_ref else dg.DagsterInstance.ephemeral()
+            with instance:
+                step = _materialize(everything, resources, instance, key, partition, run_config,
+                                    lambda message: send("progress", _tagged(message, partition)))
+        except Exception as exc:  # noqa: BLE001 - the parent reports it as the step's failure
+            step = Step(key.to_user_string(), partition, False, 0.0, error=f"{type(exc).__name__}: {exc}")
+        send("step", step)
     except BaseException as exc:
-        if is_interrupt(type(exc)):
-            return  # the parent stopped this worker and reports the interrupt itself
-        step = Step(key.to_user_string(), partition, False, 0.0, error=f"{type(exc).__name__}: {exc}")
-    send("step", step)
+        if not is_interrupt(type(exc)):
+            raise
+    finally:
+        # Nothing is left but exiting, where a stop signal would print a traceback (SIGKILL still ends it).
+        for stop in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(stop, signal.SIG_IGN)
 
 
 def _instance_ref(instance: dg.DagsterInstance):
