@@ -22,13 +22,13 @@ import signal
 import sys
 import threading
 
+from dagster._core.errors import DagsterExecutionInterruptedError
+
 _STOPPING = (signal.SIGINT, signal.SIGTERM)
 
 
-def is_interrupt(exc_type: type | None) -> bool:
-    from dagster._core.errors import DagsterExecutionInterruptedError
-
-    return exc_type is not None and issubclass(exc_type, (KeyboardInterrupt, DagsterExecutionInterruptedError))
+def is_interrupt(exc_type: type[BaseException]) -> bool:
+    return issubclass(exc_type, (KeyboardInterrupt, DagsterExecutionInterruptedError))
 
 
 class InterruptWatch:

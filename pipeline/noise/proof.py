@@ -4,9 +4,9 @@ Record and value level: the clean task's gold SQL is re-run on the twin's databa
 over the source in the statement itself, ``pipeline.patching.patched_statement``) and must no
 longer return the clean answer; and the patch must touch nothing outside the evidence it targets
 (hidden and updated rows are clean evidence rows; added rows copy an evidence row's patient, time
-and item). Query
-level: counts on the unchanged database must show the changed question's premise false or its
-reference ambiguous (``PremiseFact``), and the re-rendered gold SQL is run and its result recorded.
+and item). Query level: counts on the unchanged database must show the changed question's premise
+false or its reference ambiguous (``PremiseFact``), and the re-rendered gold SQL is run and its
+result recorded.
 
 The proof runs real SQL on one DuckDB connection and records what it saw in ``Proof.detail``, so a
 reader can re-run it. Whatever it cannot prove is a ``DropReason``, counted by the builder.

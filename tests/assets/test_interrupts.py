@@ -37,8 +37,18 @@ def long_query() -> None:
     con.execute(LONG_QUERY).fetchall()
 
 
-def interrupt_soon(signum: int = signal.SIGINT, after: float = 0.3) -> None:
-    threading.Timer(after, os.kill, (os.getpid(), signum)).start()
+def interrupt_soon(after: float = 0.3) -> None:
+    threading.Timer(after, os.kill, (os.getpid(), signal.SIGINT)).start()
+
+
+def interrupt_once(*ready: Path) -> None:
+    """Ctrl-C as soon as every file in ``ready`` exists (written by the workers once they run)."""
+    def wait_then_interrupt() -> None:
+        while not all(p.exists() for p in ready):
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=wait_then_interrupt, daemon=True).start()
 
 
 def drop_an_interrupt() -> None:
@@ -127,7 +137,7 @@ def test_ctrl_c_kills_parallel_workers_that_do_not_stop_on_sigterm(tmp_path, mon
         (tmp_path / partition).write_text(str(os.getpid()))
         time.sleep(120)
 
-    interrupt_soon(after=3)  # the forked workers have started by then
+    interrupt_once(tmp_path / "a", tmp_path / "b")
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         run_graph(_partitioned(stubborn), settings={}, log_level="CRITICAL", workers=2)
