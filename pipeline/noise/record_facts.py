@@ -32,7 +32,8 @@ from pipeline.noise.anomalies import ENCOUNTER_OF, STATUS_OF, UNIT_OF, USUAL_UNI
 from pipeline.answers import Observed, observe
 from pipeline.noise.names import NAME_SOURCES, NAMED_KINDS, NameSource
 from pipeline.noise.physiology import conversions_for, format_value
-from pipeline.noise.row_roles import ENTITY_OF_SLOT, conflict_key, roles
+from pipeline.noise.partner_rows import PartnerRows
+from pipeline.noise.row_roles import ENTITY_OF_SLOT, roles
 from pipeline.patching import RowsMemo, patched, patched_statement
 from pipeline.schema import ROW_ID, TABLES_BY_NAME
 from pipeline.sql_reads import ReadColumns
@@ -205,7 +206,10 @@ class FactReader:
             "AND schema_name = 'main'").fetchall()}
         self._indexes: dict[NameSource, _NameIndex] = {}
         self._expected: frozenset[int] = frozenset()  # patients the tasks to read name (``expect``)
-        self._unpatched: duckdb.DuckDBPyConnection | None = None
+        # A cursor is a connection of its own: the patch views laid on self.con do not reach it, so what
+        # is read through it while a task's patch is laid (names, partner rows) is the source as it is.
+        self._unpatched = con.cursor()
+        self.partners = PartnerRows(self._unpatched)
         # The source's own anomalous rows, read once before any patch is laid (the source audit's).
         self.flagged: Flagged = flagged if flagged is not None else flag_rows(con, self.tables)
         self._natural_detached = {t: set().union(*(kinds.get(k, frozenset()) for k in DETACHED_KINDS))
@@ -349,10 +353,6 @@ class FactReader:
 
     def _index(self, source: NameSource) -> _NameIndex:
         if source not in self._indexes:
-            if self._unpatched is None:
-                # A cursor is a connection of its own: the patch views laid on self.con do not reach it,
-                # so an index read while a task's patch is laid still reads the source as it is.
-                self._unpatched = self.con.cursor()
             self._indexes[source] = _NameIndex(self._unpatched, source, self._expected)
         return self._indexes[source]
 
@@ -471,11 +471,10 @@ class FactReader:
         return out
 
     def _checked_in_python(self, table_name: str, ids: list[int], patch: Patch) -> list[Anomaly] | None:
-        """The anomalies of the scope rows, by ``RowChecker`` over them and their partners (one query),
-        or None when the items' usual units are not settled under this patch (then SQL decides)."""
-        cur = self.con.execute(_partner_rows_sql(table_name, ids))
-        cols = [d[0] for d in cur.description]
-        rows = [dict(zip(cols, r)) for r in cur.fetchall()]
+        """The anomalies of the scope rows, by ``RowChecker`` over them and their partners
+        (``PartnerRows``), or None when the items' usual units are not settled under this patch (then
+        SQL decides)."""
+        rows = self.partners.rows(self.con, table_name, ids, patch)
         scope = set(ids)
         patched_rows = len({(r.table, r.row_id) for group in (patch.hide, patch.add, patch.update) for r in group
                             if r.table == table_name})
@@ -639,33 +638,6 @@ class FactReader:
 ENTITY_TABLES = frozenset({"patients", "admissions", "icustays"})
 _DICTIONARIES = frozenset(name for name, t in TABLES_BY_NAME.items() if t.dictionary)
 _SCOPE_ROWS = "_rg_scope_patient_rows"
-
-
-def _partner_rows_sql(table_name: str, ids: list[int]) -> str:
-    """The scope rows and every row that could be their duplicate or conflicting copy: rows sharing the
-    natural key or the conflict key (patient, encounter, item, time) of one of them. Partners are
-    looked for among the scope's patients' rows (a duplicate of a patient's row is that patient's),
-    which a table stored by patient reads in a few row groups; the scope rows are read once, and the
-    table scanned once more for all the keys together."""
-    from pipeline.noise.anomalies import conflict_values
-
-    listed = ", ".join(map(str, ids))
-    spec = TABLES_BY_NAME[table_name]
-    keys = [spec.key] + ([conflict_key(table_name)] if conflict_key(table_name) and conflict_values(table_name) else [])
-    shares = [f"x.row_id IN ({listed})"]
-    for key in keys:
-        if key:
-            shares.append(f"({', '.join(f'x.{_q(k)}' for k in key)}) IN "
-                          f"(SELECT ({', '.join(_q(k) for k in key)}) FROM s)")
-    scope = f'WITH s AS MATERIALIZED (SELECT * FROM "{table_name}" WHERE row_id IN ({listed})) '
-    if "subject_id" not in spec.column_names:
-        return scope + f'SELECT x.* FROM "{table_name}" AS x WHERE {" OR ".join(shares)}'
-    return (scope + f'SELECT x.* FROM "{table_name}" AS x WHERE x.subject_id IN (SELECT subject_id FROM s) '
-            f'AND ({" OR ".join(shares)}) UNION ALL SELECT * FROM s WHERE subject_id IS NULL')
-
-
-def _q(column: str) -> str:
-    return f'"{column}"'
 
 
 def _by_table(refs) -> dict[str, list[int]]:
