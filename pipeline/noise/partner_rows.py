@@ -92,9 +92,8 @@ class PartnerRows:
         by_id = {r[ROW_ID]: r for r in rows}
         for added_row in added.values():
             given = {cv.column: cv.value for cv in added_row.values}
-            row: Row = {ROW_ID: added_row.row_id}
-            row.update({c.name: self._cast(given.get(c.name), c.type) for c in spec.columns})
-            by_id[added_row.row_id] = row
+            typed = self._cast_all([(given.get(c.name), c.type) for c in spec.columns])
+            by_id[added_row.row_id] = {ROW_ID: added_row.row_id, **dict(zip(spec.column_names, typed))}
         for u in updates:  # the views rewrite source rows only, not the rows a patch adds
             if u.row_id in by_id and u.row_id not in added:
                 by_id[u.row_id][u.column] = self._cast(u.value, spec.column(u.column).type)
@@ -127,12 +126,17 @@ class PartnerRows:
         return found
 
     def _cast(self, value: str | None, type_: str) -> object:
-        """``value`` as the patch's views give it: DuckDB's own cast of the text to the column's type."""
-        key = (value, type_)
-        if key not in self._typed:
-            self._typed[key] = None if value is None else \
-                self.source.execute(f"SELECT CAST(? AS {type_})", [value]).fetchone()[0]
-        return self._typed[key]
+        return self._cast_all([(value, type_)])[0]
+
+    def _cast_all(self, values: list[tuple[str | None, str]]) -> list[object]:
+        """Each text as the patch's views give it: DuckDB's own cast to the column's type (the ones not
+        seen before in one statement)."""
+        new = sorted({v for v in values if v[0] is not None and v not in self._typed})
+        if new:
+            casts = ", ".join(f"CAST(${i + 1} AS {type_})" for i, (_, type_) in enumerate(new))
+            found = self.source.execute(f"SELECT {casts}", [text for text, _ in new]).fetchone()
+            self._typed.update(zip(new, found))
+        return [None if v[0] is None else self._typed[v] for v in values]
 
 
 def _is_partner(row: Row, scope: list[Row], keys: list[tuple[str, ...]], by_patient: bool) -> bool:
