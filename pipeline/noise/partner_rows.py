@@ -8,6 +8,10 @@ value or a unit, hide a row, or add a copy of a row in scope with that row's key
 ``PartnerRows`` reads the partners on the unpatched source once per scope and lays the patch over
 them in Python; any other patch (a rewritten key, patient or link, an added row it cannot place)
 is read by SQL under the patch, as before.
+
+``SourceRows`` gives rows by id as a patch leaves them (the rows a patch writes, the source's own
+detached rows a question could reach): read once on the unpatched source and patched in Python,
+which is exact for any patch, since a row's content under a patch depends only on the row and the patch.
 """
 
 from collections import OrderedDict
@@ -57,12 +61,12 @@ class PartnerRows:
     rows in all: a clean task's scope is read once for the several candidate twins made from it.
     """
 
-    def __init__(self, source: duckdb.DuckDBPyConnection, max_rows: int = 500_000):
+    def __init__(self, source: duckdb.DuckDBPyConnection, max_rows: int = 500_000, casts: "Casts | None" = None):
         self.source = source
         self.max_rows = max_rows
+        self.casts = casts or Casts(source)
         self._scopes: OrderedDict[tuple[str, tuple[int, ...]], list[Row]] = OrderedDict()
         self._held = 0
-        self._typed: dict[tuple[str | None, str], object] = {}
         self.patched_in_python = self.read_by_sql = 0
 
     def rows(self, con: duckdb.DuckDBPyConnection, table_name: str, ids: list[int], patch: Patch) -> list[Row]:
@@ -92,11 +96,11 @@ class PartnerRows:
         by_id = {r[ROW_ID]: r for r in rows}
         for added_row in added.values():
             given = {cv.column: cv.value for cv in added_row.values}
-            typed = self._cast_all([(given.get(c.name), c.type) for c in spec.columns])
+            typed = self.casts.typed([(given.get(c.name), c.type) for c in spec.columns])
             by_id[added_row.row_id] = {ROW_ID: added_row.row_id, **dict(zip(spec.column_names, typed))}
         for u in updates:  # the views rewrite source rows only, not the rows a patch adds
             if u.row_id in by_id and u.row_id not in added:
-                by_id[u.row_id][u.column] = self._cast(u.value, spec.column(u.column).type)
+                by_id[u.row_id][u.column] = self.casts.one(u.value, spec.column(u.column).type)
         scope = [by_id[i] for i in in_source if i in by_id]
         for row_id in added:
             row = by_id[row_id]
@@ -125,16 +129,81 @@ class PartnerRows:
             self._held -= len(dropped)
         return found
 
-    def _cast(self, value: str | None, type_: str) -> object:
-        return self._cast_all([(value, type_)])[0]
 
-    def _cast_all(self, values: list[tuple[str | None, str]]) -> list[object]:
-        """Each text as the patch's views give it: DuckDB's own cast to the column's type (the ones not
-        seen before in one statement)."""
+class SourceRows:
+    """Rows of the source by row id as a patch leaves them, for any patch: each row read once on the
+    unpatched source (``source``: a cursor no patch view reaches) and kept, up to ``max_rows``; the
+    patch laid over them in Python as its views would: hidden rows dropped, rewritten values swapped
+    in, added rows built from their text (a rewrite addressed to an added row is ignored, as by the
+    views, which rewrite source rows only)."""
+
+    def __init__(self, source: duckdb.DuckDBPyConnection, casts: "Casts | None" = None, max_rows: int = 200_000):
+        self.source = source
+        self.casts = casts or Casts(source)
+        self.max_rows = max_rows
+        self._rows: dict[str, dict[int, Row | None]] = {}
+        self._held = 0
+
+    def rows(self, table_name: str, ids, patch: Patch) -> list[Row]:
+        """The rows of ``table_name`` with these ids on the patched database, sorted by row id."""
+        spec = TABLES_BY_NAME[table_name]
+        added = {a.row_id: a for a in patch.add if a.table == table_name}
+        hidden = {r.row_id for r in patch.hide if r.table == table_name}
+        wanted = sorted({int(i) for i in ids})
+        self._read(table_name, [i for i in wanted if i not in added])
+        known = self._rows.get(table_name, {})
+        updates: dict[int, list] = {}
+        for u in patch.update:
+            if u.table == table_name:
+                updates.setdefault(u.row_id, []).append(u)
+        out = []
+        for row_id in wanted:
+            if row_id in added:
+                given = {cv.column: cv.value for cv in added[row_id].values}
+                typed = self.casts.typed([(given.get(c.name), c.type) for c in spec.columns])
+                out.append({ROW_ID: row_id, **dict(zip(spec.column_names, typed))})
+                continue
+            row = known.get(row_id)
+            if row is None or row_id in hidden:
+                continue
+            row = dict(row)
+            for u in updates.get(row_id, ()):
+                row[u.column] = self.casts.one(u.value, spec.column(u.column).type)
+            out.append(row)
+        return out
+
+    def _read(self, table_name: str, ids: list[int]) -> None:
+        known = self._rows.setdefault(table_name, {})
+        missing = [i for i in ids if i not in known]
+        if not missing:
+            return
+        if self._held + len(missing) > self.max_rows:
+            self._rows, self._held = {table_name: {}}, 0
+            known = self._rows[table_name]
+        for row in _fetch(self.source, f'SELECT * FROM "{table_name}" WHERE row_id IN ({", ".join(map(str, missing))})'):
+            known[row[ROW_ID]] = row
+        for i in missing:
+            known.setdefault(i, None)  # not in the source: only a patch can add it
+        self._held += len(missing)
+
+
+class Casts:
+    """Text as the patch's views type it: DuckDB's own cast of the text to the column's type, each
+    (text, type) cast once."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection):
+        self.con = con
+        self._typed: dict[tuple[str, str], object] = {}
+
+    def one(self, value: str | None, type_: str) -> object:
+        return self.typed([(value, type_)])[0]
+
+    def typed(self, values: list[tuple[str | None, str]]) -> list[object]:
+        """Each (text, type) typed; the ones not seen before cast in one statement."""
         new = sorted({v for v in values if v[0] is not None and v not in self._typed})
         if new:
             casts = ", ".join(f"CAST(${i + 1} AS {type_})" for i, (_, type_) in enumerate(new))
-            found = self.source.execute(f"SELECT {casts}", [text for text, _ in new]).fetchone()
+            found = self.con.execute(f"SELECT {casts}", [text for text, _ in new]).fetchone()
             self._typed.update(zip(new, found))
         return [None if v[0] is None else self._typed[v] for v in values]
 

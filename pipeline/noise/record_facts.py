@@ -32,7 +32,7 @@ from pipeline.noise.anomalies import ENCOUNTER_OF, STATUS_OF, UNIT_OF, USUAL_UNI
 from pipeline.answers import Observed, observe
 from pipeline.noise.names import NAME_SOURCES, NAMED_KINDS, NameSource
 from pipeline.noise.physiology import conversions_for, format_value
-from pipeline.noise.partner_rows import PartnerRows
+from pipeline.noise.partner_rows import Casts, PartnerRows, SourceRows
 from pipeline.noise.row_roles import ENTITY_OF_SLOT, roles
 from pipeline.patching import RowsMemo, patched, patched_statement
 from pipeline.schema import ROW_ID, TABLES_BY_NAME
@@ -209,7 +209,9 @@ class FactReader:
         # A cursor is a connection of its own: the patch views laid on self.con do not reach it, so what
         # is read through it while a task's patch is laid (names, partner rows) is the source as it is.
         self._unpatched = con.cursor()
-        self.partners = PartnerRows(self._unpatched)
+        casts = Casts(self._unpatched)
+        self.partners = PartnerRows(self._unpatched, casts=casts)
+        self.source_rows = SourceRows(self._unpatched, casts=casts)
         # The source's own anomalous rows, read once before any patch is laid (the source audit's).
         self.flagged: Flagged = flagged if flagged is not None else flag_rows(con, self.tables)
         self._natural_detached = {t: set().union(*(kinds.get(k, frozenset()) for k in DETACHED_KINDS))
@@ -534,10 +536,7 @@ class FactReader:
             candidates = written.get(table_name, set()) | self._naturally_detached(table_name, task, encounters)
             if not candidates:
                 continue
-            listed = ", ".join(map(str, sorted(candidates)))
-            cur = self.con.execute(f'SELECT * FROM "{table_name}" WHERE row_id IN ({listed})')
-            cols = [d[0] for d in cur.description]
-            rows = [dict(zip(cols, r)) for r in cur.fetchall()]
+            rows = self.source_rows.rows(table_name, candidates, task.patch)
             # The question's rows: linked to its patient, admission or stay, and named like its named thing.
             linked = [r for r in rows if task.level is Level.POPULATION or any(
                 ENTITY_OF_SLOT[k][1] in r and str(r[ENTITY_OF_SLOT[k][1]]) == str(v) for k, v in entities.items())]

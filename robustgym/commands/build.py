@@ -162,10 +162,8 @@ def run(args: argparse.Namespace, defs=None) -> int:
 
 def _run_locked(args: argparse.Namespace, defs=None) -> int:
     # Dagster and the pipeline are imported here: `robustgym --help` stays quick.
-    from assets.release.rebuild import config_fields, run_graph
+    from assets.release.rebuild import config_fields
     from assets.resources import ProjectPaths
-    from pipeline.vocabulary import AssetName
-    from pipeline.release.manifest import counts_markdown, noise_counts_markdown, provenance_lines, read_manifest
 
     if defs is None:
         from assets.definitions import defs
@@ -176,6 +174,37 @@ def _run_locked(args: argparse.Namespace, defs=None) -> int:
               file=sys.stderr)
         return 2
     paths = ProjectPaths(data_dir=str(args.data_dir), releases_dir=str(args.releases_dir))
+    before = release_folders(paths.releases)
+    try:
+        return _build_and_report(args, defs, paths)
+    except KeyboardInterrupt:
+        # The release step publishes by renaming a finished folder into place; a Ctrl-C in the moment
+        # after that (or while the summary prints) must not say the target was left as it was.
+        published = sorted(release_folders(paths.releases) - before)
+        if not published:
+            raise
+        from robustgym.cli import EXIT_INTERRUPTED
+
+        print(f"robustgym build: interrupted after publishing; release {published[-1]} is complete at "
+              f"{paths.releases / published[-1]}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def release_folders(releases: Path) -> set[str]:
+    """The published version folders in ``releases`` (not ``latest``, not a publish in progress)."""
+    from pipeline.release import LATEST
+
+    if not releases.is_dir():
+        return set()
+    return {p.name for p in releases.iterdir() if p.is_dir() and not p.is_symlink() and p.name != LATEST
+            and not p.name.startswith(".")}
+
+
+def _build_and_report(args: argparse.Namespace, defs, paths) -> int:
+    from assets.release.rebuild import run_graph
+    from pipeline.vocabulary import AssetName
+    from pipeline.release.manifest import counts_markdown, noise_counts_markdown, provenance_lines, read_manifest
+
     instance = cli_instance()
     say = ProgressPrinter()
     started = time.perf_counter()

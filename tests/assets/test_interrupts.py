@@ -156,3 +156,33 @@ def test_a_worker_that_dies_without_a_result_fails_its_step_instead_of_hanging()
     run = run_graph(_partitioned(dies), settings={}, log_level="CRITICAL", workers=2)
     assert [(s.partition, s.success) for s in run.steps] == [("a", True), ("b", False)]
     assert run.failed.error == "its worker process ended without a result (exit code 3)"
+
+
+# ---------------------------------------------------------------- what the build command says
+
+def _build_interrupted_in_a_step(tmp_path: Path, publishes: bool) -> int:
+    """``robustgym build`` over one step that (maybe) publishes a release folder, then gets Ctrl-C."""
+    from assets.resources import ProjectPaths
+    from robustgym.cli import build_parser
+    from robustgym.commands.build import run
+
+    @dg.asset(name="release")
+    def publish(paths: ProjectPaths) -> None:
+        if publishes:  # as the release step's final rename leaves the folder
+            (paths.releases / "1.0.0").mkdir(parents=True)
+        signal.raise_signal(signal.SIGINT)
+
+    args = build_parser().parse_args(["build", "--data-dir", str(tmp_path / "data"),
+                                      "--releases-dir", str(tmp_path / "rel")])
+    return run(args, defs=dg.Definitions(assets=[publish], resources={"paths": ProjectPaths()}))
+
+
+def test_ctrl_c_after_the_release_is_published_says_it_is_complete(tmp_path, capsys):
+    assert _build_interrupted_in_a_step(tmp_path, publishes=True) == 130
+    err = capsys.readouterr().err
+    assert f"interrupted after publishing; release 1.0.0 is complete at {tmp_path / 'rel' / '1.0.0'}" in err
+
+
+def test_ctrl_c_before_anything_is_published_is_an_interrupt_for_the_command_line_to_report(tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        _build_interrupted_in_a_step(tmp_path, publishes=False)

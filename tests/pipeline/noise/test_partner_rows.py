@@ -1,9 +1,10 @@
-"""Partner rows patched in Python are the rows the partner SQL reads under the patch's views, for every
-patch the builder makes; a patch that can change who is whose partner is read by SQL."""
+"""Rows patched in Python are the rows SQL reads under the patch's views, for every patch the builder
+makes: a scope's partner rows (a patch that can change who is whose partner is read by SQL), and rows
+by id (any patch)."""
 
 import duckdb
 
-from pipeline.noise.partner_rows import PartnerRows, partner_rows_sql
+from pipeline.noise.partner_rows import PartnerRows, SourceRows, partner_rows_sql
 from pipeline.patching import patched
 from pipeline.schema import ROW_ID, TABLES_BY_NAME
 from pipeline.task_model import AddedRow, ColumnValue, Patch, RowRef, ValueChange
@@ -90,3 +91,32 @@ def test_a_patch_rewriting_a_key_or_adding_a_row_unlike_the_scope_is_read_by_sql
     assert next(r for r in rows if r[ROW_ID] == ids[1])["valuenum"] == 12.5
     assert twin_b in {r[ROW_ID] for r in partners.rows(con, "chartevents", [twin_a], Patch())}
     assert [r[ROW_ID] for r in found["a hidden partner"]] == [twin_a]
+
+
+def test_rows_by_id_patched_in_python_are_those_sql_reads_under_every_built_patch(built):
+    """Hidden, rewritten, added and untouched rows, of every table a twin patches, asked twice (the
+    second time from what was kept)."""
+    db, _, result = built
+    twins = [t for t in result.twins if t.noise_level is not NoiseLevel.QUERY and not t.patch.is_empty]
+    con = duckdb.connect(str(db), read_only=True)
+    catalog = con.execute("SELECT current_database()").fetchone()[0]
+    rows = SourceRows(con.cursor())
+    seen = {"hidden": 0, "rewritten": 0, "added": 0}
+    for twin in twins:
+        patch = twin.patch
+        for table_name in sorted(patch.tables):
+            ids = {r.row_id for r in patch.hide if r.table == table_name} \
+                | {u.row_id for u in patch.update if u.table == table_name} \
+                | {a.row_id for a in patch.add if a.table == table_name} \
+                | {int(r.row_id) for r in twin.evidence if r.table == table_name}
+            listed = ", ".join(map(str, sorted(ids)))
+            with patched(con, patch, catalog):
+                cur = con.execute(f'SELECT * FROM "{table_name}" WHERE row_id IN ({listed})')
+                cols = [d[0] for d in cur.description]
+                by_sql = sorted((dict(zip(cols, r)) for r in cur.fetchall()), key=lambda r: r[ROW_ID])
+            for _ in range(2):
+                assert rows.rows(table_name, ids, patch) == by_sql, (twin.task_id, table_name)
+            seen["hidden"] += any(r.table == table_name for r in patch.hide)
+            seen["rewritten"] += any(u.table == table_name for u in patch.update)
+            seen["added"] += any(a.table == table_name for a in patch.add)
+    assert min(seen.values()) >= 5, seen
