@@ -53,140 +53,6 @@ def partner_rows_sql(table_name: str, ids: list[int]) -> str:
             f'AND ({" OR ".join(shares)}) UNION ALL SELECT * FROM s WHERE subject_id IS NULL')
 
 
-class PartnerRows:
-    """Partner rows of scopes on one source database, patched in Python where the patch allows.
-
-    ``source`` must see the unpatched tables (a cursor of its own: the views a patch lays on another
-    connection do not reach it). The unpatched rows of recent scopes are kept, up to ``max_rows``
-    rows in all: a clean task's scope is read once for the several candidate twins made from it.
-    """
-
-    def __init__(self, source: duckdb.DuckDBPyConnection, max_rows: int = 500_000, casts: "Casts | None" = None):
-        self.source = source
-        self.max_rows = max_rows
-        self.casts = casts or Casts(source)
-        self._scopes: OrderedDict[tuple[str, tuple[int, ...]], list[Row]] = OrderedDict()
-        self._held = 0
-        self.patched_in_python = self.read_by_sql = 0
-
-    def rows(self, con: duckdb.DuckDBPyConnection, table_name: str, ids: list[int], patch: Patch) -> list[Row]:
-        """The scope rows ``ids`` of ``table_name`` and their partners on the database as ``patch`` leaves
-        it (``con`` has the patch's views laid), sorted by row id."""
-        found = self._patched_in_python(table_name, ids, patch)
-        if found is None:
-            self.read_by_sql += 1
-            found = _fetch(con, partner_rows_sql(table_name, ids))
-        else:
-            self.patched_in_python += 1
-        return sorted(found, key=lambda r: r[ROW_ID])
-
-    def _patched_in_python(self, table_name: str, ids: list[int], patch: Patch) -> list[Row] | None:
-        spec = TABLES_BY_NAME[table_name]
-        keys = partner_keys(table_name)
-        # Columns that decide who is whose partner (or which patient's rows are searched): a patch
-        # rewriting one of them can make or break partnerships the unpatched rows do not show.
-        deciding = {c for key in keys for c in key} | {"subject_id", ROW_ID}
-        updates = [u for u in patch.update if u.table == table_name]
-        if any(u.column in deciding for u in updates):
-            return None
-        hidden = {r.row_id for r in patch.hide if r.table == table_name}
-        added = {a.row_id: a for a in patch.add if a.table == table_name}
-        in_source = tuple(i for i in ids if i not in hidden and i not in added)
-        rows = [dict(r) for r in self._unpatched(table_name, in_source) if r[ROW_ID] not in hidden]
-        by_id = {r[ROW_ID]: r for r in rows}
-        for added_row in added.values():
-            given = {cv.column: cv.value for cv in added_row.values}
-            typed = self.casts.typed([(given.get(c.name), c.type) for c in spec.columns])
-            by_id[added_row.row_id] = {ROW_ID: added_row.row_id, **dict(zip(spec.column_names, typed))}
-        for u in updates:  # the views rewrite source rows only, not the rows a patch adds
-            if u.row_id in by_id and u.row_id not in added:
-                by_id[u.row_id][u.column] = self.casts.one(u.value, spec.column(u.column).type)
-        scope = [by_id[i] for i in in_source if i in by_id]
-        for row_id in added:
-            row = by_id[row_id]
-            if any(row[c] is None for c in deciding if c in row):
-                return None  # SQL and Python disagree on what a NULL key matches; let SQL decide
-            if row_id in ids:
-                # An added scope row brings its own partners; those are already here only when a
-                # source scope row shares its patient and every key with it (a copy of that row).
-                if not any(all(row[c] == s[c] for c in deciding - {ROW_ID} if c in row) for s in scope):
-                    return None
-                rows.append(row)
-            elif _is_partner(row, scope, keys, "subject_id" in spec.column_names):
-                rows.append(row)
-        return rows
-
-    def _unpatched(self, table_name: str, ids: tuple[int, ...]) -> list[Row]:
-        key = (table_name, ids)
-        if key in self._scopes:
-            self._scopes.move_to_end(key)
-            return self._scopes[key]
-        found = _fetch(self.source, partner_rows_sql(table_name, list(ids))) if ids else []
-        self._scopes[key] = found
-        self._held += len(found)
-        while self._held > self.max_rows and len(self._scopes) > 1:
-            _, dropped = self._scopes.popitem(last=False)
-            self._held -= len(dropped)
-        return found
-
-
-class SourceRows:
-    """Rows of the source by row id as a patch leaves them, for any patch: each row read once on the
-    unpatched source (``source``: a cursor no patch view reaches) and kept, up to ``max_rows``; the
-    patch laid over them in Python as its views would: hidden rows dropped, rewritten values swapped
-    in, added rows built from their text (a rewrite addressed to an added row is ignored, as by the
-    views, which rewrite source rows only)."""
-
-    def __init__(self, source: duckdb.DuckDBPyConnection, casts: "Casts | None" = None, max_rows: int = 200_000):
-        self.source = source
-        self.casts = casts or Casts(source)
-        self.max_rows = max_rows
-        self._rows: dict[str, dict[int, Row | None]] = {}
-        self._held = 0
-
-    def rows(self, table_name: str, ids, patch: Patch) -> list[Row]:
-        """The rows of ``table_name`` with these ids on the patched database, sorted by row id."""
-        spec = TABLES_BY_NAME[table_name]
-        added = {a.row_id: a for a in patch.add if a.table == table_name}
-        hidden = {r.row_id for r in patch.hide if r.table == table_name}
-        wanted = sorted({int(i) for i in ids})
-        self._read(table_name, [i for i in wanted if i not in added])
-        known = self._rows.get(table_name, {})
-        updates: dict[int, list] = {}
-        for u in patch.update:
-            if u.table == table_name:
-                updates.setdefault(u.row_id, []).append(u)
-        out = []
-        for row_id in wanted:
-            if row_id in added:
-                given = {cv.column: cv.value for cv in added[row_id].values}
-                typed = self.casts.typed([(given.get(c.name), c.type) for c in spec.columns])
-                out.append({ROW_ID: row_id, **dict(zip(spec.column_names, typed))})
-                continue
-            row = known.get(row_id)
-            if row is None or row_id in hidden:
-                continue
-            row = dict(row)
-            for u in updates.get(row_id, ()):
-                row[u.column] = self.casts.one(u.value, spec.column(u.column).type)
-            out.append(row)
-        return out
-
-    def _read(self, table_name: str, ids: list[int]) -> None:
-        known = self._rows.setdefault(table_name, {})
-        missing = [i for i in ids if i not in known]
-        if not missing:
-            return
-        if self._held + len(missing) > self.max_rows:
-            self._rows, self._held = {table_name: {}}, 0
-            known = self._rows[table_name]
-        for row in _fetch(self.source, f'SELECT * FROM "{table_name}" WHERE row_id IN ({", ".join(map(str, missing))})'):
-            known[row[ROW_ID]] = row
-        for i in missing:
-            known.setdefault(i, None)  # not in the source: only a patch can add it
-        self._held += len(missing)
-
-
 class Casts:
     """Text as the patch's views type it: DuckDB's own cast of the text to the column's type, each
     (text, type) cast once."""
@@ -206,6 +72,145 @@ class Casts:
             found = self.con.execute(f"SELECT {casts}", [text for text, _ in new]).fetchone()
             self._typed.update(zip(new, found))
         return [None if v[0] is None else self._typed[v] for v in values]
+
+
+class TablePatch:
+    """One table's share of a patch, laid over rows fetched from the unpatched source as the patch's
+    views lay it: hidden rows dropped, rewritten values swapped in (in source rows only: the views
+    rewrite no added row), added rows built from their text."""
+
+    def __init__(self, table_name: str, patch: Patch, casts: Casts):
+        self.spec = TABLES_BY_NAME[table_name]
+        self.casts = casts
+        self.hidden = {r.row_id for r in patch.hide if r.table == table_name}
+        self.added = {a.row_id: a for a in patch.add if a.table == table_name}
+        self.updates = [u for u in patch.update if u.table == table_name]
+        self._updates_of: dict[int, list] = {}
+        for u in self.updates:
+            self._updates_of.setdefault(u.row_id, []).append(u)
+
+    def over(self, source_rows) -> list[Row]:
+        """Copies of the source rows the patch keeps, with its rewrites."""
+        out = []
+        for source_row in source_rows:
+            if source_row[ROW_ID] in self.hidden:
+                continue
+            row = dict(source_row)
+            for u in self._updates_of.get(row[ROW_ID], ()):
+                row[u.column] = self.casts.one(u.value, self.spec.column(u.column).type)
+            out.append(row)
+        return out
+
+    def added_row(self, row_id: int) -> Row:
+        given = {cv.column: cv.value for cv in self.added[row_id].values}
+        typed = self.casts.typed([(given.get(c.name), c.type) for c in self.spec.columns])
+        return {ROW_ID: row_id, **dict(zip(self.spec.column_names, typed))}
+
+
+class PartnerRows:
+    """Partner rows of scopes on one source database, patched in Python where the patch allows.
+
+    ``source`` must see the unpatched tables (a cursor of its own: the views a patch lays on another
+    connection do not reach it). The unpatched rows of recent scopes are kept, up to ``max_rows``
+    rows in all: a clean task's scope is read once for the several candidate twins made from it.
+    """
+
+    def __init__(self, source: duckdb.DuckDBPyConnection, casts: Casts | None = None, max_rows: int = 500_000):
+        self.source = source
+        self.casts = casts or Casts(source)
+        self.max_rows = max_rows
+        self._scopes: OrderedDict[tuple[str, tuple[int, ...]], list[Row]] = OrderedDict()
+        self._held = 0
+        self.patched_in_python = self.read_by_sql = 0
+
+    def rows(self, con: duckdb.DuckDBPyConnection, table_name: str, ids: list[int], patch: Patch) -> list[Row]:
+        """The scope rows ``ids`` of ``table_name`` and their partners on the database as ``patch`` leaves
+        it (``con`` has the patch's views laid), sorted by row id."""
+        found = self._patched_in_python(table_name, ids, patch)
+        if found is None:
+            self.read_by_sql += 1
+            found = _fetch(con, partner_rows_sql(table_name, ids))
+        else:
+            self.patched_in_python += 1
+        return sorted(found, key=lambda r: r[ROW_ID])
+
+    def _patched_in_python(self, table_name: str, ids: list[int], patch: Patch) -> list[Row] | None:
+        table = TablePatch(table_name, patch, self.casts)
+        keys = partner_keys(table_name)
+        # Columns that decide who is whose partner (or which patient's rows are searched): a patch
+        # rewriting one of them can make or break partnerships the unpatched rows do not show.
+        deciding = {c for key in keys for c in key} | {"subject_id", ROW_ID}
+        if any(u.column in deciding for u in table.updates):
+            return None
+        in_source = tuple(i for i in ids if i not in table.hidden and i not in table.added)
+        rows = table.over(self._unpatched(table_name, in_source))
+        scope_ids = set(in_source)
+        scope = [r for r in rows if r[ROW_ID] in scope_ids]
+        for row_id in table.added:
+            row = table.added_row(row_id)
+            if any(row[c] is None for c in deciding if c in row):
+                return None  # SQL and Python disagree on what a NULL key matches; let SQL decide
+            if row_id in ids:
+                # An added scope row brings its own partners; those are already here only when a
+                # source scope row shares its patient and every key with it (a copy of that row).
+                if not any(all(row[c] == s[c] for c in deciding - {ROW_ID} if c in row) for s in scope):
+                    return None
+                rows.append(row)
+            elif _is_partner(row, scope, keys, "subject_id" in table.spec.column_names):
+                rows.append(row)
+        return rows
+
+    def _unpatched(self, table_name: str, ids: tuple[int, ...]) -> list[Row]:
+        key = (table_name, ids)
+        if key in self._scopes:
+            self._scopes.move_to_end(key)
+            return self._scopes[key]
+        found = _fetch(self.source, partner_rows_sql(table_name, list(ids))) if ids else []
+        self._scopes[key] = found
+        self._held += len(found)
+        while self._held > self.max_rows and len(self._scopes) > 1:
+            _, dropped = self._scopes.popitem(last=False)
+            self._held -= len(dropped)
+        return found
+
+
+class SourceRows:
+    """Rows of the source by row id as a patch leaves them, for any patch: each row read once on the
+    unpatched source (``source``: a cursor no patch view reaches) and kept, up to ``max_rows``, the
+    patch laid over them in Python (``TablePatch``)."""
+
+    def __init__(self, source: duckdb.DuckDBPyConnection, casts: Casts | None = None, max_rows: int = 200_000):
+        self.source = source
+        self.casts = casts or Casts(source)
+        self.max_rows = max_rows
+        self._rows: dict[str, dict[int, Row | None]] = {}
+        self._held = 0
+
+    def rows(self, table_name: str, ids, patch: Patch) -> list[Row]:
+        """The rows of ``table_name`` with these ids on the patched database, sorted by row id."""
+        table = TablePatch(table_name, patch, self.casts)
+        wanted = sorted({int(i) for i in ids})
+        from_source = [i for i in wanted if i not in table.added]
+        known = self._read(table_name, from_source)
+        rows = table.over(known[i] for i in from_source if known[i] is not None)
+        rows += [table.added_row(i) for i in wanted if i in table.added]
+        return sorted(rows, key=lambda r: r[ROW_ID])
+
+    def _read(self, table_name: str, ids: list[int]) -> dict[int, Row | None]:
+        """The table's kept rows, with ``ids`` among them (None: not in the source)."""
+        known = self._rows.setdefault(table_name, {})
+        missing = [i for i in ids if i not in known]
+        if not missing:
+            return known
+        if self._held + len(missing) > self.max_rows:
+            self._rows, self._held = {table_name: {}}, 0
+            known = self._rows[table_name]
+        for row in _fetch(self.source, f'SELECT * FROM "{table_name}" WHERE row_id IN ({", ".join(map(str, missing))})'):
+            known[row[ROW_ID]] = row
+        for i in missing:
+            known.setdefault(i, None)  # not in the source: only a patch can add it
+        self._held += len(missing)
+        return known
 
 
 def _is_partner(row: Row, scope: list[Row], keys: list[tuple[str, ...]], by_patient: bool) -> bool:
