@@ -5,8 +5,9 @@ Each subcommand lives in ``robustgym/commands/<name>.py`` and exposes
 
 ``main`` is the one place where a failure becomes what the user reads: one message naming what
 failed and a non-zero exit status (``--verbose``, which every command accepts, adds the
-traceback), and Ctrl-C ends a command with status 130. Commands write their targets atomically, so
-a failure or an interrupt leaves what was there before untouched."""
+traceback), and Ctrl-C or SIGTERM ends a command with status 130, however the code it landed in
+ended (``pipeline/interrupts.py``). Commands write their targets atomically, so a failure or an
+interrupt leaves what was there before untouched."""
 
 import argparse
 import errno
@@ -37,20 +38,33 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from pipeline.interrupts import InterruptWatch
+
     args = build_parser().parse_args(argv)
-    try:
-        return args.run(args) or 0
-    except KeyboardInterrupt:
-        print(f"robustgym {args.command}: interrupted; its target was left as it was", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except Exception as exc:  # noqa: BLE001 - the single place a failure becomes a message
-        verbose = getattr(args, "verbose", False)
-        if verbose:
-            traceback.print_exc()
-        print(f"robustgym {args.command} failed: {failure_message(exc)}", file=sys.stderr)
-        if not verbose:
-            print("(run it again with --verbose to see the traceback)", file=sys.stderr)
-        return EXIT_FAILED
+    with InterruptWatch() as interrupts:
+        try:
+            return args.run(args) or 0
+        except KeyboardInterrupt:
+            return _interrupted(args)
+        except Exception as exc:  # noqa: BLE001 - the single place a failure becomes a message
+            if interrupts.received():  # e.g. DuckDB's "Query interrupted": the failure is the Ctrl-C
+                return _interrupted(args)
+            return _failed(args, exc)
+
+
+def _interrupted(args: argparse.Namespace) -> int:
+    print(f"robustgym {args.command}: interrupted; its target was left as it was", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
+def _failed(args: argparse.Namespace, exc: Exception) -> int:
+    verbose = getattr(args, "verbose", False)
+    if verbose:
+        traceback.print_exception(exc)
+    print(f"robustgym {args.command} failed: {failure_message(exc)}", file=sys.stderr)
+    if not verbose:
+        print("(run it again with --verbose to see the traceback)", file=sys.stderr)
+    return EXIT_FAILED
 
 
 # ---------------------------------------------------------------- exception -> one line

@@ -4,6 +4,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["tests.interrupt_signals"]  # the fresh_signals fixture
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 DEMO = SHARED / "mimic-iv-demo"

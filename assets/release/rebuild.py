@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 import dagster as dg
 
 from assets.gate import EVIDENCE
-from assets.release.interrupts import InterruptWatch, forget_in_child, is_interrupt
+from assets.release.interrupts import INTERRUPTS, is_interrupt
+from pipeline.interrupts import InterruptWatch, forget_in_child
 from pipeline.progress import ProgressEvent, listening
 
 
@@ -210,7 +211,7 @@ def run_graph(defs: dg.Definitions, *, settings: Mapping[str, object], resources
     build; steps are reported in partition order whatever order they finish in.
 
     Ctrl-C or SIGTERM raises ``KeyboardInterrupt``: at once as a rule, at the latest when the step
-    running at the time ends (``assets/release/interrupts.py`` says why a step may not notice).
+    running at the time ends (``pipeline/interrupts.py`` says why a step may not notice).
     """
     say = progress or (lambda message: None)
     everything = [*(defs.assets or []), *(defs.asset_checks or [])]
@@ -231,7 +232,7 @@ def run_graph(defs: dg.Definitions, *, settings: Mapping[str, object], resources
             say(f"  warning {c.asset}.{c.check}:\n" + _indent(c.evidence))
         return step.success
 
-    with InterruptWatch() as interrupts:
+    with InterruptWatch(quiet=INTERRUPTS) as interrupts:
         for assets_def, key, partitions in steps:
             name = key.to_user_string()
             fields = _config_fields(assets_def)
@@ -261,7 +262,9 @@ def run_graph(defs: dg.Definitions, *, settings: Mapping[str, object], resources
 
 
 def _stop_if(interrupts: InterruptWatch) -> None:
-    """An interrupt that arrived during the step ends the build here, however the step ended."""
+    """An interrupt that arrived during the step ends the build here, however the step ended. A
+    Dagster run leaves SIGTERM with SIGINT's handler: the watch's comes back for the next step."""
+    interrupts.keep_sigterm()
     if interrupts.received():
         raise KeyboardInterrupt
 

@@ -1,91 +1,21 @@
 """Ctrl-C stops a build, and is reported as an interrupt, however the step it lands in ends: DuckDB
 turns it into ``RuntimeError('Query interrupted')``, a finaliser drops it, a worker may not stop on
-SIGTERM or may die without a result. Every case sends a real signal to this process."""
+SIGTERM or may die without a result, a Dagster run leaves SIGTERM ignored. Every case sends a real
+signal to this process; ``tests/pipeline/test_interrupts.py`` holds the watch alone."""
 
 import os
 import signal
-import threading
 import time
-import weakref
 from pathlib import Path
 
 import dagster as dg
-import duckdb
 import pytest
 
 from assets.release import rebuild
-from assets.release.interrupts import InterruptWatch
 from assets.release.rebuild import run_graph
+from tests.interrupt_signals import drop_an_interrupt, interrupt_soon, long_query
 
-# Seconds of work: the interrupt lands long before it ends. On one thread DuckDB notices it at once;
-# on several it may notice only when the query ends.
-LONG_QUERY = "SELECT count(*) FROM range(20000000000) t(i) WHERE hash(i) % 7 = 3"
-
-
-@pytest.fixture(autouse=True)
-def ctrl_c_raises():
-    """Python's own SIGINT handler, even when the suite was started with SIGINT ignored (a background
-    job of a shell without job control)."""
-    before = signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, before)
-
-
-def long_query() -> None:
-    con = duckdb.connect()
-    con.execute("SET threads = 1")
-    con.execute(LONG_QUERY).fetchall()
-
-
-def interrupt_soon(after: float = 0.3) -> None:
-    threading.Timer(after, os.kill, (os.getpid(), signal.SIGINT)).start()
-
-
-def interrupt_once(*ready: Path) -> None:
-    """Ctrl-C as soon as every file in ``ready`` exists (written by the workers once they run)."""
-    def wait_then_interrupt() -> None:
-        while not all(p.exists() for p in ready):
-            time.sleep(0.05)
-        os.kill(os.getpid(), signal.SIGINT)
-
-    threading.Thread(target=wait_then_interrupt, daemon=True).start()
-
-
-def drop_an_interrupt() -> None:
-    """Ctrl-C landing in a weakref callback: Python prints the exception as "ignored" and goes on."""
-    class Held:
-        pass
-
-    held = Held()
-    noted = weakref.ref(held, lambda _: signal.raise_signal(signal.SIGINT))  # noqa: F841 - kept alive
-    del held
-
-
-# ---------------------------------------------------------------- the watch alone
-
-def test_an_interrupt_duckdb_turned_into_a_failed_query_is_still_received():
-    with InterruptWatch() as watch:
-        assert not watch.received()
-        interrupt_soon()
-        with pytest.raises(RuntimeError, match="Query interrupted"):
-            long_query()
-        assert watch.received()
-
-
-def test_an_interrupt_a_finaliser_dropped_is_received_and_not_printed(capfd):
-    with InterruptWatch() as watch:
-        drop_an_interrupt()  # raises nothing here
-        assert watch.received()
-    assert "Exception ignored" not in capfd.readouterr().err
-
-
-def test_sigterm_stops_like_ctrl_c_inside_the_watch_only():
-    before = signal.getsignal(signal.SIGTERM)
-    with InterruptWatch() as watch:
-        with pytest.raises(KeyboardInterrupt):
-            signal.raise_signal(signal.SIGTERM)
-        assert watch.received()
-    assert signal.getsignal(signal.SIGTERM) == before
+pytestmark = pytest.mark.usefixtures("fresh_signals")
 
 
 # ---------------------------------------------------------------- run_graph
@@ -121,6 +51,21 @@ def test_a_query_interrupted_in_a_step_is_an_interrupt_not_a_failed_build(tmp_pa
     assert not ran.exists()
 
 
+def test_sigterm_between_steps_stops_a_build_started_with_ctrl_c_ignored(tmp_path):
+    """A background job of a shell without job control starts with SIGINT ignored; each Dagster run
+    then leaves SIGTERM ignored as it ends, and the build must still stop on SIGTERM after it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    ran = tmp_path / "second"
+
+    def between_steps(message: str) -> None:
+        if message.startswith("[1/2] first ok"):
+            signal.raise_signal(signal.SIGTERM)
+
+    with pytest.raises(KeyboardInterrupt):
+        run_graph(_two_steps(lambda: None, ran), settings={}, progress=between_steps, log_level="CRITICAL")
+    assert not ran.exists()
+
+
 def _partitioned(step) -> dg.Definitions:
     @dg.asset(partitions_def=dg.StaticPartitionsDefinition(["a", "b"]))
     def parts(context: dg.AssetExecutionContext) -> None:
@@ -132,12 +77,18 @@ def _partitioned(step) -> dg.Definitions:
 def test_ctrl_c_kills_parallel_workers_that_do_not_stop_on_sigterm(tmp_path, monkeypatch):
     monkeypatch.setattr(rebuild, "STOP_GRACE_SECONDS", 0.5)
 
+    build = os.getpid()
+
     def stubborn(partition: str) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         (tmp_path / partition).write_text(str(os.getpid()))
+        if partition == "b":  # Ctrl-C once both workers run; sent from here, so no thread of the build is forked
+            deadline = time.monotonic() + 60
+            while not (tmp_path / "a").exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            os.kill(build, signal.SIGINT)
         time.sleep(120)
 
-    interrupt_once(tmp_path / "a", tmp_path / "b")
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         run_graph(_partitioned(stubborn), settings={}, log_level="CRITICAL", workers=2)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.build_lock import LOCK_NAME
+from robustgym.cli import main
 from tests.limited_process import popen, robustgym, run
 
 FULL_DISK = 256 * 1024  # bytes a process may write: every command here needs more
@@ -61,6 +62,34 @@ def placed(previous: bytes, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(previous)
     return path
+
+
+def failing_load(monkeypatch, interrupt: bool) -> None:
+    """``load_mimic`` ending as DuckDB ends a query that Ctrl-C interrupted (or, without the Ctrl-C, as
+    a query that just failed): with ``RuntimeError('Query interrupted')``."""
+    def load_mimic(*args, **kwargs):
+        try:
+            if interrupt:
+                signal.raise_signal(signal.SIGINT)
+        except KeyboardInterrupt:
+            pass
+        raise RuntimeError("Query interrupted")
+
+    monkeypatch.setattr("pipeline.loader.load_mimic", load_mimic)
+
+
+@pytest.mark.usefixtures("fresh_signals")
+def test_a_query_failed_by_ctrl_c_is_reported_as_the_interrupt(demo_dir, tmp_path, monkeypatch, capsys):
+    failing_load(monkeypatch, interrupt=True)
+    assert main(["load", str(demo_dir), "--allow-missing", "--db", str(tmp_path / "x.duckdb")]) == 130
+    assert "robustgym load: interrupted; its target was left as it was" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("fresh_signals")
+def test_the_same_failure_without_ctrl_c_is_a_failure(demo_dir, tmp_path, monkeypatch, capsys):
+    failing_load(monkeypatch, interrupt=False)
+    assert main(["load", str(demo_dir), "--allow-missing", "--db", str(tmp_path / "x.duckdb")]) == 1
+    assert "robustgym load failed: RuntimeError: Query interrupted" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------- load and synth

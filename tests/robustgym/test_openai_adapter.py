@@ -5,6 +5,7 @@ request it receives."""
 
 import json
 import threading
+import time
 
 import pytest
 
@@ -134,8 +135,16 @@ def play(release, server, **config):
 def test_429_and_500_are_retried_and_retry_after_is_honoured(demo_release, monkeypatch):
     import robustgym.agents.openai_compat as adapter
 
-    waits = []
-    monkeypatch.setattr(adapter.time, "sleep", waits.append)
+    waits, real_sleep, agent_thread = [], time.sleep, threading.get_ident()
+
+    def sleep(seconds: float) -> None:
+        """The agent's waits are noted, not slept; any other thread sleeps as it asked."""
+        if threading.get_ident() == agent_thread:
+            waits.append(seconds)
+        else:
+            real_sleep(seconds)
+
+    monkeypatch.setattr(adapter.time, "sleep", sleep)
     script = [{"status": 429, "headers": {"Retry-After": "7"}}, {"status": 500}, (200, submit_call())]
     with scripted_endpoint(script) as server:
         result = play(demo_release, server, retries=3, backoff_s=0.25)
