@@ -28,7 +28,7 @@ def score_floors(release_dir: Path | str, *, split: Split | str = Split.TEST, ba
     from robustgym.runner import run_agent
 
     split = Split(split).value
-    release = load_release(release_dir, base_database=base_database, verify=verify)
+    release = load_release(release_dir, base_database=base_database, verify=verify, splits=[split])
     tasks = release.tasks(split)
     out = {"split": split, "tasks": len(tasks), "agents": {}, "bar": None,
            "bootstrap": {"unit": "patient", "resamples": resamples, "seed": seed}}

@@ -46,6 +46,7 @@ class Release:
     fingerprint: str
     splits: dict[Split, tuple[Task, ...]]
     _by_id: dict[str, Task] = field(repr=False, compare=False, default_factory=dict)
+    unread: frozenset[Split] = frozenset()  # splits left out by load_release(splits=...)
 
     @property
     def version(self) -> str:
@@ -56,9 +57,13 @@ class Release:
         if split is None:
             return tuple(t for s in Split if s in self.splits for t in self.splits[s])
         try:
-            return self.splits.get(Split(split), ())
+            split = Split(split)
         except ValueError:
             raise ValueError(f"{split!r} is not a split; known: {[s.value for s in Split]}") from None
+        if split in self.unread:
+            raise ValueError(f"release {self.version}: the {split.value} split was not read "
+                             f"(load_release(..., splits=...) named only {[s.value for s in Split if s not in self.unread]})")
+        return self.splits.get(split, ())
 
     def task(self, task_id: str) -> Task:
         try:
@@ -70,14 +75,18 @@ class Release:
         return task_id in self._by_id
 
 
-def load_release(path: Path | str, *, base_database: Path | str | None = None, verify: bool = True) -> Release:
+def load_release(path: Path | str, *, base_database: Path | str | None = None, verify: bool = True,
+                 splits: Iterable[Split | str] | None = None) -> Release:
     """Read the release at ``path`` (a version folder, or a releases folder holding ``latest``).
 
     ``base_database`` is needed when the manifest's ``base_database`` is null (credentialed
     MIMIC-IV: the user rebuilds it with the manifest's ``rebuild_command``); it may also override a
     shipped one. Its fingerprint must equal the manifest's ``source.fingerprint``. ``verify``
-    checks the sha256 of every file the manifest lists.
+    checks the sha256 of every file the manifest lists. ``splits`` reads only the tasks of those
+    splits (a clean task and its twins share one): an evaluation of ``test`` need not decode
+    ``train``; asking the release for another split is then an error.
     """
+    wanted = tuple(Split) if splits is None else tuple(s for s in Split if s in {Split(x) for x in splits})
     root = _resolve_root(Path(path))
     problems: list[str] = []
     manifest_path = root / MANIFEST
@@ -100,14 +109,14 @@ def load_release(path: Path | str, *, base_database: Path | str | None = None, v
         problems += _verify_files(root, files)
         if digest and base is not None:
             problems += _verify_base(root, base, shipped, (manifest.get("files") or {}).get(shipped), digest)
-    splits: dict[Split, tuple[Task, ...]] = {}
-    for split in Split:
+    read: dict[Split, tuple[Task, ...]] = {}
+    for split in wanted:
         file = root / TASKS_DIR / f"{split.value}.parquet"
         if file.exists():
-            splits[split] = tuple(_read_tasks(file, split, problems))
+            read[split] = tuple(_read_tasks(file, split, problems))
         elif f"{TASKS_DIR}/{split.value}.parquet" in (manifest.get("files") or {}):
             problems.append(f"{TASKS_DIR}/{split.value}.parquet is listed in the manifest but missing")
-    if not splits:
+    if not read and splits is None:
         problems.append(f"no task file in {TASKS_DIR}/ (expected train/validation/test .parquet)")
 
     fingerprint = ""
@@ -118,7 +127,7 @@ def load_release(path: Path | str, *, base_database: Path | str | None = None, v
             problems.append(f"base database {base} has fingerprint {fingerprint[:12]}…, the release was built "
                             f"on {str(expected)[:12]}…")
     by_id: dict[str, Task] = {}
-    for task in (t for tasks in splits.values() for t in tasks):
+    for task in (t for tasks in read.values() for t in tasks):
         if task.task_id in by_id:
             problems.append(f"task {task.task_id}: id appears twice")
         by_id[task.task_id] = task
@@ -129,7 +138,7 @@ def load_release(path: Path | str, *, base_database: Path | str | None = None, v
             problems.append(f"task {task.task_id}: no accepted outcome (a verifier cannot pass or fail it)")
     if problems:
         raise ReleaseError(root, problems)
-    return Release(root, manifest, base, fingerprint, splits, by_id)
+    return Release(root, manifest, base, fingerprint, read, by_id, frozenset(Split) - set(wanted))
 
 
 def _resolve_root(path: Path) -> Path:

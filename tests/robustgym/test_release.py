@@ -39,6 +39,22 @@ def test_a_release_loads_with_its_splits_manifest_and_base(demo_release, demo_re
         demo_release.task("nope")
 
 
+def test_reading_one_split_gives_its_tasks_and_refuses_the_others(demo_release, demo_release_dir, tmp_path):
+    test_only = load_release(demo_release_dir, splits=["test"])
+    assert test_only.tasks("test") == demo_release.tasks("test") and test_only.tasks() == demo_release.tasks("test")
+    # a clean task and its twins share a split: every pair of the split is whole
+    assert all(t.clean_task_id in test_only for t in test_only.tasks("test") if t.clean_task_id)
+    with pytest.raises(ValueError, match=r"the train split was not read .*named only \['test'\]"):
+        test_only.tasks("train")
+    with pytest.raises(KeyError):
+        test_only.task(demo_release.tasks("train")[0].task_id)
+    # the split read is still checked: a task of another base is named
+    broken = copy_release(demo_release_dir, tmp_path / "r")
+    rewrite_tasks(broken, "test", lambda t: replace(t, base_fingerprint="0" * 64))
+    with pytest.raises(ReleaseError, match="not this release's base database"):
+        load_release(broken, splits=["test"], verify=False)
+
+
 def test_a_releases_folder_resolves_through_latest(demo_release_dir, tmp_path):
     root = tmp_path / "releases"
     copy_release(demo_release_dir, root / "v1")
