@@ -10,6 +10,7 @@ of the record rather than inside ``tasks/patch``: the values are right, the nest
 """
 
 import json
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -220,6 +221,19 @@ def write_croissant(release_dir: Path, document: dict) -> Path:
     return path
 
 
+def _absl_keeps_off_borrowed_streams() -> None:
+    """absl (mlcroissant's logging) binds its handler to whatever ``sys.stderr`` was when it was
+    imported, and closes that stream whenever logging is reconfigured (a Dagster run does, at its
+    start) unless it is the ``sys.stderr`` of that moment: a stream a caller had swapped in for a
+    while (a test's captured output) would be closed under its owner. The process's own stderr is
+    one absl never closes."""
+    from absl import logging as absl_logging
+
+    handler = absl_logging.get_absl_handler().python_handler
+    if sys.__stderr__ is not None and handler.stream is not sys.__stderr__:
+        handler.stream = sys.__stderr__
+
+
 def validate_croissant(path: Path, *, read_records: int = 0) -> list[str]:
     """mlcroissant's errors and warnings for the file (empty when it is clean); with
     ``read_records`` > 0, also reads that many records through mlcroissant."""
@@ -227,6 +241,7 @@ def validate_croissant(path: Path, *, read_records: int = 0) -> list[str]:
 
     import mlcroissant as mlc
 
+    _absl_keeps_off_borrowed_streams()
     problems: list[str] = []
 
     class _Collect(logging.Handler):

@@ -128,3 +128,18 @@ def test_without_a_configured_url_the_document_states_none(release_dir, tmp_path
     path = write_croissant(tmp_path, document)
     (tmp_path / "tasks").symlink_to(release_dir / "tasks")
     assert validate_croissant(path) == []
+
+
+def test_logging_reconfigured_after_a_validation_closes_no_stream_the_caller_lent(release_dir):
+    """absl keeps the sys.stderr of its import and closes it when logging is reconfigured, as each
+    Dagster run does: a test's captured output, say, would be closed under pytest."""
+    import io
+    import logging.config
+
+    from absl import logging as absl_logging
+
+    lent = io.StringIO()
+    absl_logging.get_absl_handler().python_handler.stream = lent  # as if absl was imported while it was sys.stderr
+    assert validate_croissant(release_dir / "croissant.json") == []
+    logging.config.dictConfig({"version": 1, "disable_existing_loggers": False})
+    assert not lent.closed
