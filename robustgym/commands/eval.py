@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     from robustgym.runner import ResumeError, run_agent
     from robustgym.trajectory import recover_jsonl
 
-    release = open_release(args)
+    release = open_release(args, splits=[args.split] if args.split else None)  # one split: decode no other
     if release is None:
         return EXIT_BAD_RELEASE
     try:

@@ -15,12 +15,13 @@ def add_release_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the base DuckDB file, for releases that do not ship one (credentialed MIMIC-IV)")
 
 
-def open_release(args: argparse.Namespace):
-    """The release ``args`` name, or None after printing why it cannot be opened."""
+def open_release(args: argparse.Namespace, splits: list[str] | None = None):
+    """The release ``args`` name (only the tasks of ``splits`` when given), or None after printing why
+    it cannot be opened."""
     from robustgym.release import ReleaseError, load_release
 
     try:
-        return load_release(args.release, base_database=args.base_database)
+        return load_release(args.release, base_database=args.base_database, splits=splits)
     except (ReleaseError, FileNotFoundError) as exc:
         print(exc, file=sys.stderr)
         return None
