@@ -41,7 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     from pipeline.interrupts import InterruptWatch
 
     args = build_parser().parse_args(argv)
-    with InterruptWatch() as interrupts:
+    # Only to tell a failure that follows a Ctrl-C: an interrupt a finaliser drops is still printed
+    # (the command goes on), as without the watch; `build` keeps those quiet and stops (run_graph).
+    with InterruptWatch(quiet=()) as interrupts:
         try:
             return args.run(args) or 0
         except KeyboardInterrupt:

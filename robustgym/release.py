@@ -53,7 +53,7 @@ class Release:
         return str(self.manifest.get("version", self.root.name))
 
     def tasks(self, split: Split | str | None = None) -> tuple[Task, ...]:
-        """The tasks of one split (in file order), or of every split when ``split`` is None."""
+        """The tasks of one split (in file order), or of every split read when ``split`` is None."""
         if split is None:
             return tuple(t for s in Split if s in self.splits for t in self.splits[s])
         try:
@@ -61,8 +61,9 @@ class Release:
         except ValueError:
             raise ValueError(f"{split!r} is not a split; known: {[s.value for s in Split]}") from None
         if split in self.unread:
+            read = [s.value for s in Split if s not in self.unread]
             raise ValueError(f"release {self.version}: the {split.value} split was not read "
-                             f"(load_release(..., splits=...) named only {[s.value for s in Split if s not in self.unread]})")
+                             f"(load_release(..., splits=...) named only {read})")
         return self.splits.get(split, ())
 
     def task(self, task_id: str) -> Task:

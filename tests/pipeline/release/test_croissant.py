@@ -139,7 +139,8 @@ def test_logging_reconfigured_after_a_validation_closes_no_stream_the_caller_len
     from absl import logging as absl_logging
 
     lent = io.StringIO()
-    absl_logging.get_absl_handler().python_handler.stream = lent  # as if absl was imported while it was sys.stderr
+    # as if absl had been imported while `lent` was sys.stderr
+    absl_logging.get_absl_handler().python_handler.stream = lent
     assert validate_croissant(release_dir / "croissant.json") == []
     logging.config.dictConfig({"version": 1, "disable_existing_loggers": False})
     assert not lent.closed
