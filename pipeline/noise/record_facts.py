@@ -217,6 +217,7 @@ class FactReader:
         self._natural_detached = {t: set().union(*(kinds.get(k, frozenset()) for k in DETACHED_KINDS))
                                   for t, kinds in self.flagged.items()}
         self._outside_by_encounter: dict[str, dict[tuple[str, int], set[int]]] = {}
+        self._names_of_rows: dict[NameSource, dict[int, tuple]] = {}  # unpatched, see ``_row_names``
         # Who is who on the unpatched source (patients, admission -> patient and times, stay -> admission,
         # patient and times, dictionaries' items, usual units): the anomaly predicates over fetched rows.
         self.checker = RowChecker(con)
@@ -544,9 +545,8 @@ class FactReader:
                 sources = [src for src in self._sources(kind) if src.events_table == table_name]
                 if sources and linked:
                     folded = value.strip().casefold()
-                    named_ids = {rid for src in sources for rid, name in self.con.execute(
-                        f"SELECT e.row_id, {src.name} FROM {src.events} WHERE e.row_id IN "
-                        f"({', '.join(str(r[ROW_ID]) for r in linked)})").fetchall()
+                    named_ids = {rid for src in sources
+                                 for rid, name in self._row_names(src, [r[ROW_ID] for r in linked], task.patch)
                                  if name is not None and name.strip().casefold() == folded}
                     linked = [r for r in linked if r[ROW_ID] in named_ids]
             found = self.checker.anomalies(table_name, linked, {r[ROW_ID] for r in linked})
@@ -558,6 +558,28 @@ class FactReader:
                     if (table_name, rid) not in seen and
                     (k in DETACHED_KINDS or (k is AnomalyKind.OUTSIDE_ENCOUNTER and rid in in_encounter))]
         return out
+
+    def _row_names(self, source: NameSource, ids: list[int], patch: Patch) -> list[tuple[int, str | None]]:
+        """(row id, name) of the event rows ``ids`` that ``source`` names, on the database as ``patch``
+        (laid on ``self.con``) leaves it. A row the patch neither adds nor rewrites a column of the name
+        from has its unpatched name, read once and kept (the source's own detached rows recur across
+        tasks); the others are read under the patch."""
+        if set(source.tables[1:]) & patch.tables:
+            return self.con.execute(_row_names_sql(source, ids)).fetchall()
+        read = set(re.findall(r"\be\.(\w+)", f"{source.events} {source.name}"))
+        table = source.events_table
+        fresh = {a.row_id for a in patch.add if a.table == table} | \
+            {u.row_id for u in patch.update if u.table == table and u.column in read}
+        kept = self._names_of_rows.setdefault(source, {})
+        unread = sorted({i for i in ids if i not in fresh and i not in kept})
+        if unread:
+            found: dict[int, list] = {i: [] for i in unread}  # a row the join leaves out has no name
+            for row_id, name in self._unpatched.execute(_row_names_sql(source, unread)).fetchall():
+                found[row_id].append(name)
+            kept.update((i, tuple(names)) for i, names in found.items())
+        patched = [i for i in ids if i in fresh]
+        out = [(i, name) for i in ids if i not in fresh for name in kept[i]]
+        return out + (self.con.execute(_row_names_sql(source, patched)).fetchall() if patched else [])
 
     def _naturally_detached(self, table_name: str, task: Task, encounters: dict[str, int]) -> set[int]:
         """The source's own rows of this table that a question could reach although the evidence query
@@ -589,7 +611,7 @@ class FactReader:
         for status in sorted({a.status for a in anomalies}):
             rows = sorted({(a.table, a.row_id) for a in anomalies if a.status is status})
             if status is Status.UNIT_INCONSISTENCY:
-                changes = self._converted_back(rows)
+                changes = self._converted_back(rows, task.patch)
                 if changes is None:
                     continue
                 out[status] = _merged(task.patch, Patch(update=changes))
@@ -606,28 +628,28 @@ class FactReader:
             out[status] = self.observe(sql, task.answer_type, template, merged, laid=False)
         return out
 
-    def _converted_back(self, rows: list[tuple[str, int]]) -> tuple[ValueChange, ...] | None:
+    def _converted_back(self, rows: list[tuple[str, int]], patch: Patch) -> tuple[ValueChange, ...] | None:
         """Each row in an unusual unit rewritten in its item's usual unit, or None when a conversion is
-        not known (then only the unit inconsistency can be reported)."""
+        not known (then only the unit inconsistency can be reported). The rows are read as ``patch``
+        leaves them (``SourceRows``), the usual units as the unpatched source has them (``RowChecker``)."""
         changes = []
         for table_name, row_id in rows:
             item, unit = UNIT_OF[table_name]
             value_col = _VALUE_COLUMN.get(table_name)
             if value_col is None:
                 return None
-            found = self.con.execute(
-                f'SELECT x."{item}", x."{unit}", x."{value_col}", u.unit FROM "{table_name}" AS x JOIN '
-                f'temp.{USUAL_UNITS_TABLE} AS u ON u.tbl = \'{table_name}\' AND u.item = CAST(x."{item}" AS VARCHAR) '
-                f'WHERE x.row_id = {row_id}').fetchall()
-            if not found or found[0][2] is None:
+            found = self.source_rows.rows(table_name, [row_id], patch)
+            usual = self.checker.usual.get((table_name, str(found[0][item]))) if found else None
+            if usual is None or found[0][value_col] is None:
                 return None
-            item_value, row_unit, value, usual = found[0]
-            back = next((c for c in conversions_for(table_name, item_value, usual)
+            item_value, row_unit, value = found[0][item], found[0][unit], found[0][value_col]
+            back = next((c for c in conversions_for(table_name, item_value, usual[0])
                          if c.unit.strip().lower() == str(row_unit).strip().lower()), None)
             if back is None:
                 return None
             text = format_value(back.invert(float(value)))
-            changes += [ValueChange(table_name, row_id, value_col, text), ValueChange(table_name, row_id, unit, usual)]
+            changes += [ValueChange(table_name, row_id, value_col, text),
+                        ValueChange(table_name, row_id, unit, usual[0])]
             mirror = roles(table_name).mirror_of(value_col)
             if mirror:
                 changes.append(ValueChange(table_name, row_id, mirror, text))
@@ -637,6 +659,10 @@ class FactReader:
 ENTITY_TABLES = frozenset({"patients", "admissions", "icustays"})
 _DICTIONARIES = frozenset(name for name, t in TABLES_BY_NAME.items() if t.dictionary)
 _SCOPE_ROWS = "_rg_scope_patient_rows"
+
+
+def _row_names_sql(source: NameSource, ids) -> str:
+    return f"SELECT e.row_id, {source.name} FROM {source.events} WHERE e.row_id IN ({', '.join(map(str, ids))})"
 
 
 def _by_table(refs) -> dict[str, list[int]]:
