@@ -1,6 +1,7 @@
 """The fact reader's shortcuts give exactly what the SQL they replace gives: names read once per source
-and per patient (the expected patients' together), and the floor that spares a query when a patch hides
-or rewrites a few named rows."""
+and per patient (the expected patients' together), the floor that spares a query when a patch hides
+or rewrites a few named rows, rows' names kept from the source, and unit conversions read from rows
+patched in Python."""
 
 import duckdb
 
@@ -106,3 +107,115 @@ def test_a_twins_trusted_evidence_gives_the_facts_its_evidence_query_gives(built
             trusted += 1
         assert reader.facts(twin, trust_evidence=True) == reader.facts(twin), twin.task_id
     assert trusted >= 10, trusted
+
+
+def _names_by_sql(con, source, ids) -> list:
+    listed = ", ".join(map(str, ids))
+    return sorted(con.execute(f"SELECT e.row_id, {source.name} FROM {source.events} WHERE e.row_id IN ({listed})")
+                  .fetchall(), key=repr)
+
+
+def test_row_names_kept_from_the_source_are_those_the_patched_database_gives(built):
+    """The names of the rows a question could reach (its detached rows): rows a patch neither adds nor
+    renames keep their unpatched name, read once; the rest are read under the patch. For every twin,
+    the rows of each named event table it patches (the rows its database has), asked twice."""
+    db, _, result = built
+    twins = [t for t in result.twins if t.noise_level is not NoiseLevel.QUERY and not t.patch.is_empty]
+    con = duckdb.connect(str(db), read_only=True)
+    reader = FactReader(con, REGISTRY.get)
+    catalog = con.execute("SELECT current_database()").fetchone()[0]
+    compared = added = 0
+    for twin in twins:
+        patch = twin.patch
+        for source in NAME_SOURCES:
+            table = source.events_table
+            if table not in patch.tables or not all(t in reader.tables for t in source.tables):
+                continue
+            hidden = {r.row_id for r in patch.hide if r.table == table}
+            ids = sorted(({u.row_id for u in patch.update if u.table == table}
+                          | {a.row_id for a in patch.add if a.table == table}
+                          | {int(r.row_id) for r in twin.evidence if r.table == table}) - hidden)
+            if not ids:
+                continue
+            with patched(con, patch, catalog):
+                for _ in range(2):
+                    assert sorted(reader._row_names(source, ids, patch), key=repr) == _names_by_sql(con, source, ids), \
+                        (twin.task_id, source.events)
+            compared += 1
+            added += any(a.table == table for a in patch.add)
+    assert compared >= 20 and added >= 5, (compared, added)
+
+
+def test_a_renamed_row_or_a_patched_dictionary_is_named_as_the_patch_leaves_it(demo_full_db):
+    from pipeline.task_model import Patch, RowRef, ValueChange
+
+    con = duckdb.connect(str(demo_full_db), read_only=True)
+    reader = FactReader(con, REGISTRY.get)
+    catalog = con.execute("SELECT current_database()").fetchone()[0]
+    source = next(s for s in NAME_SOURCES if s.events_table == "labevents" and s.dictionary is not None)
+    (row_id, item), = con.execute("SELECT row_id, itemid FROM labevents ORDER BY row_id LIMIT 1").fetchall()
+    other = con.execute(f"SELECT itemid FROM d_labitems WHERE itemid <> {item} ORDER BY itemid LIMIT 1").fetchone()[0]
+    before = reader._row_names(source, [row_id], Patch())  # now kept
+    cases = {"the row renamed": Patch(update=(ValueChange("labevents", row_id, "itemid", str(other)),)),
+             "its dictionary entry hidden": Patch(hide=(RowRef("d_labitems", _dictionary_row(con, item)),))}
+    for what, patch in cases.items():
+        with patched(con, patch, catalog):
+            got = sorted(reader._row_names(source, [row_id], patch), key=repr)
+            assert got == _names_by_sql(con, source, [row_id]) != before, what
+
+
+def _dictionary_row(con, item: int) -> int:
+    return con.execute(f"SELECT row_id FROM d_labitems WHERE itemid = {item}").fetchone()[0]
+
+
+def _converted_by_sql(con, rows) -> tuple | None:
+    """What the reader's unit conversion read by SQL on the patched views (the specification)."""
+    from pipeline.noise.anomalies import UNIT_OF, USUAL_UNITS_TABLE
+    from pipeline.noise.physiology import conversions_for, format_value
+    from pipeline.noise.record_facts import _VALUE_COLUMN
+    from pipeline.noise.row_roles import roles
+    from pipeline.task_model import ValueChange
+
+    changes = []
+    for table_name, row_id in rows:
+        item, unit = UNIT_OF[table_name]
+        value_col = _VALUE_COLUMN[table_name]
+        found = con.execute(
+            f'SELECT x."{item}", x."{unit}", x."{value_col}", u.unit FROM "{table_name}" AS x JOIN '
+            f"temp.{USUAL_UNITS_TABLE} AS u ON u.tbl = '{table_name}' AND u.item = CAST(x.\"{item}\" AS VARCHAR) "
+            f"WHERE x.row_id = {row_id}").fetchall()
+        if not found or found[0][2] is None:
+            return None
+        item_value, row_unit, value, usual = found[0]
+        back = next((c for c in conversions_for(table_name, item_value, usual)
+                     if c.unit.strip().lower() == str(row_unit).strip().lower()), None)
+        if back is None:
+            return None
+        text = format_value(back.invert(float(value)))
+        changes += [ValueChange(table_name, row_id, value_col, text), ValueChange(table_name, row_id, unit, usual)]
+        mirror = roles(table_name).mirror_of(value_col)
+        if mirror:
+            changes.append(ValueChange(table_name, row_id, mirror, text))
+    return tuple(changes)
+
+
+def test_unit_conversions_read_from_the_patched_rows_are_those_sql_reads(built):
+    """Every row a value twin rewrites in a table with units, converted back to its item's usual unit
+    (or not convertible): the same from the rows patched in Python as by SQL under the patch."""
+    from pipeline.noise.anomalies import UNIT_OF
+
+    db, _, result = built
+    twins = [t for t in result.twins if t.noise_level is NoiseLevel.VALUE]
+    con = duckdb.connect(str(db), read_only=True)
+    reader = FactReader(con, REGISTRY.get)
+    catalog = con.execute("SELECT current_database()").fetchone()[0]
+    converted = 0
+    for twin in twins:
+        rows = sorted({(u.table, u.row_id) for u in twin.patch.update if u.table in UNIT_OF})
+        if not rows:
+            continue
+        with patched(con, twin.patch, catalog):
+            by_sql = _converted_by_sql(con, rows)
+        assert reader._converted_back(rows, twin.patch) == by_sql, twin.task_id
+        converted += by_sql is not None
+    assert converted >= 10, converted
