@@ -92,10 +92,11 @@ class NameSource:
         return (f"SELECT DISTINCT trim({self.name}), {_norm(self.name)} FROM {self.events}"
                 f"{self._where(f'{self.name} IS NOT NULL', *self._conditions(subject_id))}")
 
-    def rows_named_sql(self, value: str) -> str:
-        """Row ids of the event table whose name is ``value`` (case and spaces aside)."""
+    def rows_named_sql(self, value: str, subject_id: int | None = None) -> str:
+        """Row ids of the event table whose name is ``value`` (case and spaces aside), of one patient if
+        given: the rows ``exact_count_sql(value, subject_id, recorded=True)`` counts."""
         match = f"{_norm(self.name)} = {_norm(_lit(value))}"
-        return f"SELECT e.row_id FROM {self.events}{self._where(match, *self._conditions())}"
+        return f"SELECT e.row_id FROM {self.events}{self._where(match, *self._conditions(subject_id))}"
 
 
 def refines_condition(name_expr: str, value: str) -> str:

@@ -218,6 +218,7 @@ class FactReader:
                                   for t, kinds in self.flagged.items()}
         self._outside_by_encounter: dict[str, dict[tuple[str, int], set[int]]] = {}
         self._names_of_rows: dict[NameSource, dict[int, tuple]] = {}  # unpatched, see ``_row_names``
+        self._rows_named: dict[tuple, frozenset[int]] = {}  # unpatched, see ``_left_after_hiding``
         # Who is who on the unpatched source (patients, admission -> patient and times, stay -> admission,
         # patient and times, dictionaries' items, usual units): the anomaly predicates over fetched rows.
         self.checker = RowChecker(con)
@@ -368,8 +369,7 @@ class FactReader:
             return False
         if set(source.tables[1:]) & patch.tables or any(r.table == source.events_table for r in patch.hide):
             return True
-        read = set(re.findall(r"\be\.(\w+)", f"{source.events} {source.name} {source.where}")) | {"subject_id"}
-        return any(u.table == source.events_table and u.column in read for u in patch.update)
+        return any(u.table == source.events_table and u.column in _read_columns(source) for u in patch.update)
 
     @staticmethod
     def _rows_changed(source: NameSource, patch: Patch) -> int:
@@ -377,6 +377,25 @@ class FactReader:
         table = source.events_table
         return len({r.row_id for r in patch.hide if r.table == table}
                    | {u.row_id for u in patch.update if u.table == table})
+
+    @staticmethod
+    def _hides_only(source: NameSource, patch: Patch) -> bool:
+        """Whether ``patch`` can only take names away from the source's event rows by hiding them: it
+        adds none and rewrites no column a name, patient or domain is read from."""
+        table = source.events_table
+        return not any(a.table == table for a in patch.add) and \
+            not any(u.table == table and u.column in _read_columns(source) for u in patch.update)
+
+    def _left_after_hiding(self, source: NameSource, value: str, subject: int | None, patch: Patch) -> bool:
+        """Whether an event named ``value`` (of ``subject``, if given) is left once ``patch`` hides its rows,
+        for a patch that only hides (``_hides_only``). Asked only when the unpatched source has no more
+        such events than the patch changes rows, so the rows named, kept per name and patient, are few."""
+        key = (source, value, subject)
+        if key not in self._rows_named:
+            self._rows_named[key] = frozenset(r for (r,) in self._unpatched.execute(
+                source.rows_named_sql(value, subject)).fetchall())
+        hidden = {r.row_id for r in patch.hide if r.table == source.events_table}
+        return bool(self._rows_named[key] - hidden)
 
     def _names(self, task: Task, slots: dict[str, str], kinds: dict[str, SlotKind], touched) -> list[NameFact]:
         patch = task.patch
@@ -393,13 +412,16 @@ class FactReader:
                     # leaves a dictionary it does not touch as it is: past that floor, read under the patch.
                     index, lost = self._index(source), self._rows_changed(source, patch)
                     floor_holds = not set(source.tables[1:]) & patch.tables
+                    hides_only = floor_holds and self._hides_only(source, patch)
                     source_known = floor_holds and (value.strip().casefold() in index.listed
                                                     or index.events(value) > lost) \
-                        or bool(self._count(source.exact_count_sql(value)))
+                        or (self._left_after_hiding(source, value, None, patch) if hides_only
+                            else bool(self._count(source.exact_count_sql(value))))
                     if not source_known:
                         readings |= {r for (r,) in self.con.execute(source.refinements_sql(value)).fetchall()}
                     recorded = recorded or floor_holds and index.events(value, subject) > lost \
-                        or bool(self._count(source.exact_count_sql(value, subject, recorded=True)))
+                        or (self._left_after_hiding(source, value, subject, patch) if hides_only
+                            else bool(self._count(source.exact_count_sql(value, subject, recorded=True))))
                 else:
                     index = self._index(source)
                     source_known = index.known(value)
@@ -659,6 +681,11 @@ class FactReader:
 ENTITY_TABLES = frozenset({"patients", "admissions", "icustays"})
 _DICTIONARIES = frozenset(name for name, t in TABLES_BY_NAME.items() if t.dictionary)
 _SCOPE_ROWS = "_rg_scope_patient_rows"
+
+
+def _read_columns(source: NameSource) -> set[str]:
+    """The event table's columns a source reads its names, patients and domain from."""
+    return set(re.findall(r"\be\.(\w+)", f"{source.events} {source.name} {source.where}")) | {"subject_id"}
 
 
 def _row_names_sql(source: NameSource, ids) -> str:
