@@ -219,6 +219,7 @@ class FactReader:
         self._outside_by_encounter: dict[str, dict[tuple[str, int], set[int]]] = {}
         self._names_of_rows: dict[NameSource, dict[int, tuple]] = {}  # unpatched, see ``_row_names``
         self._rows_named: dict[tuple, frozenset[int]] = {}  # unpatched, see ``_left_after_hiding``
+        self._entity_ids: dict[tuple, frozenset[int]] = {}  # unpatched, see ``_entity_rows``
         # Who is who on the unpatched source (patients, admission -> patient and times, stay -> admission,
         # patient and times, dictionaries' items, usual units): the anomaly predicates over fetched rows.
         self.checker = RowChecker(con)
@@ -259,7 +260,7 @@ class FactReader:
         touched = task.patch.tables
         entities_cached = not touched & ENTITY_TABLES
         with patched(self.con, task.patch, self.catalog):
-            missing = tuple(self._missing_entities(slots, kinds, entities_cached))
+            missing = tuple(self._missing_entities(slots, kinds, entities_cached, task.patch))
             unstated = tuple(self._unstated(task, slots, kinds, entities_cached)) if not missing else ()
             names = tuple(self._names(task, slots, kinds, touched)) if not missing else ()
             facts = RecordFacts(**base, missing_entities=missing, unstated_references=unstated, names=names)
@@ -293,28 +294,41 @@ class FactReader:
         (value,), = self.con.execute(sql).fetchall()
         return int(value or 0)
 
-    def _missing_entities(self, slots: dict[str, str], kinds: dict[str, SlotKind], cached: bool) -> list[str]:
+    def _missing_entities(self, slots: dict[str, str], kinds: dict[str, SlotKind], cached: bool,
+                          patch: Patch) -> list[str]:
         ids = {kind: slots[name] for name, kind in kinds.items() if kind in ENTITY_OF_SLOT and name in slots}
         if cached:
             return self._missing_cached(ids)
         out = []
         for kind, value in ids.items():
             table, column = ENTITY_OF_SLOT[kind]
-            if not _is_int(value) or not self._count(f'SELECT count(*) FROM "{table}" WHERE "{column}" = {int(value)}'):
+            if not _is_int(value) or not self._entity_rows(table, column, int(value), patch):
                 out.append(f"{kind.value} {value} is not in {table}")
         if out:
             return out
-        subject, hadm, stay = (ids.get(k) for k in (SlotKind.SUBJECT, SlotKind.ADMISSION, SlotKind.ICU_STAY))
-        if hadm is not None and subject is not None and not self._count(
-                f"SELECT count(*) FROM admissions WHERE hadm_id = {int(hadm)} AND subject_id = {int(subject)}"):
+        subject, hadm, stay = (int(ids[k]) if k in ids else None
+                               for k in (SlotKind.SUBJECT, SlotKind.ADMISSION, SlotKind.ICU_STAY))
+        if hadm is not None and subject is not None and not any(
+                r["subject_id"] == subject for r in self._entity_rows("admissions", "hadm_id", hadm, patch)):
             out.append(f"admission {hadm} is not an admission of patient {subject}")
-        if stay is not None and subject is not None and not self._count(
-                f"SELECT count(*) FROM icustays WHERE stay_id = {int(stay)} AND subject_id = {int(subject)}"):
+        stays = self._entity_rows("icustays", "stay_id", stay, patch) if stay is not None else []
+        if stay is not None and subject is not None and not any(r["subject_id"] == subject for r in stays):
             out.append(f"ICU stay {stay} is not a stay of patient {subject}")
-        if stay is not None and hadm is not None and not self._count(
-                f"SELECT count(*) FROM icustays WHERE stay_id = {int(stay)} AND hadm_id = {int(hadm)}"):
+        if stay is not None and hadm is not None and not any(r["hadm_id"] == hadm for r in stays):
             out.append(f"ICU stay {stay} is not a stay of admission {hadm}")
         return out
+
+    def _entity_rows(self, table: str, column: str, value: int, patch: Patch) -> list[dict]:
+        """The rows of a patient, admission or stay table whose ``column`` is ``value`` on the database as
+        ``patch`` leaves it: the unpatched rows with that value (their ids read once per value) and the
+        rows the patch touches in the table, patched in Python (``SourceRows``), then filtered."""
+        key = (table, column, value)
+        if key not in self._entity_ids:
+            self._entity_ids[key] = frozenset(r for (r,) in self._unpatched.execute(
+                f'SELECT row_id FROM "{table}" WHERE "{column}" = {value}').fetchall())
+        touched = {r.row_id for r in patch.hide if r.table == table} | \
+            {u.row_id for u in patch.update if u.table == table} | {a.row_id for a in patch.add if a.table == table}
+        return [r for r in self.source_rows.rows(table, self._entity_ids[key] | touched, patch) if r[column] == value]
 
     def _missing_cached(self, ids: dict) -> list[str]:
         out = []
@@ -347,7 +361,8 @@ class FactReader:
             elif cached:
                 n = len((self._admissions_of if kind is SlotKind.ADMISSION else self._stays_of).get(int(subject), ()))
             else:
-                n = self._count(f'SELECT count(DISTINCT "{column}") FROM "{table}" WHERE subject_id = {int(subject)}')
+                n = len({r[column] for r in self._entity_rows(table, "subject_id", int(subject), task.patch)
+                         if r[column] is not None})
             if n >= 2:
                 out.append(f"the question names no {kind.value} id and patient {subject} has {n}")
         return out

@@ -223,3 +223,53 @@ def test_unit_conversions_read_from_the_patched_rows_are_those_sql_reads(built):
         assert reader._converted_back(rows, twin.patch) == by_sql, twin.task_id
         converted += by_sql is not None
     assert converted >= 10, converted
+
+
+def _entity_rows_by_sql(con, table: str, column: str, value: int) -> list[int]:
+    return sorted(r for (r,) in con.execute(f'SELECT row_id FROM "{table}" WHERE "{column}" = {value}').fetchall())
+
+
+def test_patients_admissions_and_stays_patched_in_python_are_those_sql_reads(demo_full_db):
+    """A patch touching the patient, admission or stay tables (where the reader cannot use what it
+    read once): the rows of each id, and the missing entities they show, as SQL reads them under it."""
+    from pipeline.task_model import AddedRow, ColumnValue, Patch, RowRef, ValueChange
+    from pipeline.vocabulary import SlotKind
+
+    con = duckdb.connect(str(demo_full_db), read_only=True)
+    reader = FactReader(con, REGISTRY.get)
+    catalog = con.execute("SELECT current_database()").fetchone()[0]
+    (stay, hadm, subject, stay_row), = con.execute(
+        "SELECT stay_id, hadm_id, subject_id, row_id FROM icustays ORDER BY row_id LIMIT 1").fetchall()
+    adm_row, other = con.execute(f"SELECT row_id, (SELECT min(subject_id) FROM patients WHERE subject_id <> "
+                                 f"{subject}) FROM admissions WHERE hadm_id = {hadm}").fetchone()
+    cols = [d[0] for d in con.execute(f"SELECT * FROM admissions WHERE hadm_id = {hadm}").description]
+    copy = dict(zip(cols, con.execute(f"SELECT * FROM admissions WHERE hadm_id = {hadm}").fetchone()))
+    added = AddedRow("admissions", -1, tuple(ColumnValue(c, None if copy[c] is None else str(copy[c]))
+                                             for c in cols if c != "row_id"))
+    patches = {
+        "the admission hidden": Patch(hide=(RowRef("admissions", adm_row),)),
+        "the admission moved to another patient": Patch(
+            update=(ValueChange("admissions", adm_row, "subject_id", str(other)),)),
+        "the stay moved to another admission": Patch(update=(ValueChange("icustays", stay_row, "hadm_id", "1"),)),
+        "the admission hidden and copied back": Patch(hide=(RowRef("admissions", adm_row),), add=(added,)),
+        "the stay hidden": Patch(hide=(RowRef("icustays", stay_row),)),
+    }
+    slots = {"subject_id": str(subject), "hadm_id": str(hadm), "stay_id": str(stay)}
+    kinds = {"subject_id": SlotKind.SUBJECT, "hadm_id": SlotKind.ADMISSION, "stay_id": SlotKind.ICU_STAY}
+    found = {}
+    for what, patch in patches.items():
+        with patched(con, patch, catalog):
+            for table, column, value in [("patients", "subject_id", subject), ("admissions", "hadm_id", hadm),
+                                         ("admissions", "subject_id", subject), ("icustays", "stay_id", stay),
+                                         ("icustays", "subject_id", subject)]:
+                rows = reader._entity_rows(table, column, value, patch)
+                assert sorted(r["row_id"] for r in rows) == _entity_rows_by_sql(con, table, column, value), \
+                    (what, table, column)
+            found[what] = reader._missing_entities(slots, kinds, False, patch)
+    assert found == {
+        "the admission hidden": [f"admission {hadm} is not in admissions"],
+        "the admission moved to another patient": [f"admission {hadm} is not an admission of patient {subject}"],
+        "the stay moved to another admission": [f"ICU stay {stay} is not a stay of admission {hadm}"],
+        "the admission hidden and copied back": [],
+        "the stay hidden": [f"{SlotKind.ICU_STAY.value} {stay} is not in icustays"],
+    }
