@@ -21,7 +21,9 @@ the same sandboxed ``sql`` tool first, in this order, and answers only when ever
    (``pipeline.noise.physiology``), a negative value of an item (or column) never negative
    elsewhere, or a value 20x above the item's 99th percentile -> ``implausible_value``.
 
-It is a reference point, not a clever agent: its rules see only what the gold SQL's tables show.
+It is a reference point, not a clever agent: its rules see only what the gold SQL's tables show. It
+keeps the episode's last tool call for its submission and the one before for the gold SQL: a check
+the budget leaves no call for is taken as passed.
 """
 
 import re
@@ -97,17 +99,34 @@ def _literal(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+class _OutOfCalls(Exception):
+    """Only the call that submits is left in the episode's tool-call budget."""
+
+
 class _Probe:
     def __init__(self, env: Env):
         self.env = env
+        self.left = env.limits.max_tool_calls - 1  # the last call is the submission's
 
-    def rows(self, sql: str) -> list[list[Any]] | None:
+    def rows(self, sql: str, spare: int = 1) -> list[list[Any]] | None:
+        """``sql``'s rows, None if it failed. A check (``spare`` 1) leaves a call for the gold SQL too."""
+        if self.left <= spare:
+            raise _OutOfCalls
+        self.left -= 1
         result = self.env.sql(sql)
         return result.data["rows"] if result.ok else None
 
     def scalar(self, sql: str) -> Any:
         rows = self.rows(sql)
         return rows[0][0] if rows else None
+
+
+def _checked(checks) -> Any:
+    """What ``checks`` conclude, or None (they pass) when the budget runs out before they do."""
+    try:
+        return checks()
+    except _OutOfCalls:
+        return None
 
 
 class CheckingAgent:
@@ -125,22 +144,23 @@ class CheckingAgent:
             env.submit(status)
 
     def _conclude(self, probe: _Probe, plan: Plan) -> tuple[Status, list]:
+        # A question naming many things, or a gold SQL over many tables, can have more checks than the
+        # episode has tool calls: the checks the budget leaves no call for pass (``_checked``), so the
+        # agent still runs the gold SQL and submits instead of ending without a submission.
         names = _named_slots(plan)
-        premise = self._premise(probe, plan.slots)
+        premise = _checked(lambda: self._premise(probe, plan.slots) or self._reference(probe, plan, names))
         if premise:
             return premise, []
-        reference = self._reference(probe, plan, names)
-        if reference:
-            return reference, []
-        rows = probe.rows(plan.gold_sql)
+        rows = probe.rows(plan.gold_sql, spare=0)
         if rows is None:
             rows = []
         values = [r[0] for r in rows if r and r[0] is not None]
         if not values:
-            return (Status.INVALID_PREMISE if self._never_recorded(probe, plan, names) else Status.NO_EVIDENCE), rows
+            never = _checked(lambda: self._never_recorded(probe, plan, names))
+            return (Status.INVALID_PREMISE if never else Status.NO_EVIDENCE), rows
         if plan.answer_type in SINGLE_VALUED and len(rows) > 1:
             return Status.CONFLICTING_EVIDENCE, rows
-        return self._dangling(probe, plan) or self._evidence(probe, plan) or Status.ANSWERED, rows
+        return _checked(lambda: self._dangling(probe, plan) or self._evidence(probe, plan)) or Status.ANSWERED, rows
 
     @staticmethod
     def _premise(probe: _Probe, slots: dict[str, str]) -> Status | None:

@@ -131,3 +131,21 @@ def test_an_agent_that_raises_or_never_submits_is_recorded_and_the_run_goes_on(d
     assert crashed and all("RuntimeError: model crashed" in t.error for t in crashed)
     assert all(t.outcome == "no_submission" and t.reward == 0 for t in trajectories)
     assert all(len(t.steps) == 1 for t in trajectories)
+
+
+def test_the_checking_agent_keeps_its_last_call_for_the_submission(pipeline_release, runs):
+    """Under a budget smaller than its checks need, it answers rather than ending without a
+    submission; an episode that needed fewer calls than the budget is played exactly as before."""
+    from robustgym.env import Limits
+
+    budget = 10
+    tight = {t.task_id: t for t in run_agent(pipeline_release, make_agent("checking"),
+                                              limits=Limits(max_tool_calls=budget))}
+    full = {t.task_id: t for t in runs["checking"]}
+    assert all(t.submission is not None and t.error is None and len(t.steps) <= budget for t in tight.values())
+    cut = [i for i, t in full.items() if len(t.steps) > budget]
+    # The checks stop with two calls left: the gold SQL's (if not run yet) and the submission's.
+    assert cut and all(len(tight[i].steps) >= budget - 1 for i in cut)
+    assert all(tight[i].submission == t.submission for i, t in full.items() if len(t.steps) <= budget)
+    # With the default budget no episode of the release runs out of calls.
+    assert not [t.task_id for t in full.values() if t.error]
