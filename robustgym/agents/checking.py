@@ -185,13 +185,14 @@ class CheckingAgent:
                     return Status.AMBIGUOUS
         for slot, sources in names:
             value = plan.slots[slot]
-            exact = prefixed = 0
-            for table, column in sources:
-                exact += probe.scalar(f"SELECT count(*) FROM {table} WHERE {column} = {_literal(value)}") or 0
-                prefixed += probe.scalar(f"SELECT count(DISTINCT {column}) FROM {table} "
-                                         f"WHERE starts_with(lower({column}), lower({_literal(value)}))") or 0
-            if not exact:
-                return Status.AMBIGUOUS if prefixed > 1 else Status.INVALID_PREMISE
+            if any(probe.scalar(f"SELECT count(*) FROM {table} WHERE {column} = {_literal(value)}")
+                   for table, column in sources):
+                continue
+            # Not an exact name: several recorded names beginning with it make it ambiguous.
+            prefixed = sum(probe.scalar(f"SELECT count(DISTINCT {column}) FROM {table} "
+                                        f"WHERE starts_with(lower({column}), lower({_literal(value)}))") or 0
+                           for table, column in sources)
+            return Status.AMBIGUOUS if prefixed > 1 else Status.INVALID_PREMISE
         return None
 
     @staticmethod
