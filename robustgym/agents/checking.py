@@ -107,10 +107,15 @@ class _Probe:
     def __init__(self, env: Env):
         self.env = env
         self.left = env.limits.max_tool_calls - 1  # the last call is the submission's
+        self.kept = 1  # and, until it has run, one for the gold SQL
 
-    def rows(self, sql: str, spare: int = 1) -> list[list[Any]] | None:
-        """``sql``'s rows, None if it failed. A check (``spare`` 1) leaves a call for the gold SQL too."""
-        if self.left <= spare:
+    def gold(self, sql: str) -> list[list[Any]] | None:
+        self.kept = 0
+        return self.rows(sql)
+
+    def rows(self, sql: str) -> list[list[Any]] | None:
+        """``sql``'s rows, None if it failed."""
+        if self.left <= self.kept:
             raise _OutOfCalls
         self.left -= 1
         result = self.env.sql(sql)
@@ -151,7 +156,7 @@ class CheckingAgent:
         premise = _checked(lambda: self._premise(probe, plan.slots) or self._reference(probe, plan, names))
         if premise:
             return premise, []
-        rows = probe.rows(plan.gold_sql, spare=0)
+        rows = probe.gold(plan.gold_sql)
         if rows is None:
             rows = []
         values = [r[0] for r in rows if r and r[0] is not None]
