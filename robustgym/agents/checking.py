@@ -22,8 +22,8 @@ the same sandboxed ``sql`` tool first, in this order, and answers only when ever
    elsewhere, or a value 20x above the item's 99th percentile -> ``implausible_value``.
 
 It is a reference point, not a clever agent: its rules see only what the gold SQL's tables show. It
-keeps the episode's last tool call for its submission and the one before for the gold SQL: a check
-the budget leaves no call for is taken as passed.
+keeps the episode's last tool call for its submission and, until the gold SQL has run, one for it: a
+check the budget leaves no call for is taken as passed.
 """
 
 import re
