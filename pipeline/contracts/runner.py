@@ -134,7 +134,8 @@ def validate_frames(suite: dict | str, frames: Mapping[str, object],
         # what fails it (or raises) is run again in COMPLETE for its evidence.
         screened = _run_suite(f"{contract}.{frame_name}", entries, df, _BASIC if screen else complete, parameters)
         again = [(p, e) for p, e in entries if screen and not _passed(screened[p])]
-        screened.update(_run_suite(f"{contract}.{frame_name}", again, df, complete, parameters) if again else {})
+        if again:
+            screened.update(_run_suite(f"{contract}.{frame_name}", again, df, complete, parameters))
         for position, d in screened.items():
             results[position] = _result(contract, frame_name, suite["expectations"][position], d)
     return ContractResult(contract, tuple(results[p] for p in sorted(results)))
@@ -171,6 +172,7 @@ def _result(contract: str, frame_name: str, exp: dict, d: dict) -> ExpectationRe
     error = _error_of(d.get("exception_info"))
     return ExpectationResult(
         contract=contract, frame=frame_name, expectation=exp["type"], column=_column_of(exp["kwargs"]),
-        severity=Severity(exp["meta"]["severity"]), rule=exp["meta"]["rule"], success=_passed(d),
+        severity=Severity(exp["meta"]["severity"]), rule=exp["meta"]["rule"],
+        success=bool(d["success"]) and error is None,
         unexpected_count=unexpected, examples=examples,
         observed=None if observed is None else json.dumps(_plain(observed), default=str), error=error)

@@ -20,6 +20,7 @@ docs/architecture.md names:
 ``pipeline.noise.status_rules`` turns these facts into the outcomes a careful reviewer accepts.
 """
 
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -598,15 +599,14 @@ class FactReader:
 
     def _row_names(self, source: NameSource, ids: list[int], patch: Patch) -> list[tuple[int, str | None]]:
         """(row id, name) of the event rows ``ids`` that ``source`` names, on the database as ``patch``
-        (laid on ``self.con``) leaves it. A row the patch neither adds nor rewrites a column of the name
-        from has its unpatched name, read once and kept (the source's own detached rows recur across
-        tasks); the others are read under the patch."""
+        (laid on ``self.con``) leaves it. A row the patch neither adds nor rewrites a column the source
+        reads (``_read_columns``) has its unpatched name, read once and kept (the source's own
+        detached rows recur across tasks); the others are read under the patch."""
         if set(source.tables[1:]) & patch.tables:
             return self.con.execute(_row_names_sql(source, ids)).fetchall()
-        read = set(re.findall(r"\be\.(\w+)", f"{source.events} {source.name}"))
         table = source.events_table
         fresh = {a.row_id for a in patch.add if a.table == table} | \
-            {u.row_id for u in patch.update if u.table == table and u.column in read}
+            {u.row_id for u in patch.update if u.table == table and u.column in _read_columns(source)}
         kept = self._names_of_rows.setdefault(source, {})
         unread = sorted({i for i in ids if i not in fresh and i not in kept})
         if unread:
@@ -698,9 +698,10 @@ _DICTIONARIES = frozenset(name for name, t in TABLES_BY_NAME.items() if t.dictio
 _SCOPE_ROWS = "_rg_scope_patient_rows"
 
 
-def _read_columns(source: NameSource) -> set[str]:
+@functools.cache
+def _read_columns(source: NameSource) -> frozenset[str]:
     """The event table's columns a source reads its names, patients and domain from."""
-    return set(re.findall(r"\be\.(\w+)", f"{source.events} {source.name} {source.where}")) | {"subject_id"}
+    return frozenset(re.findall(r"\be\.(\w+)", f"{source.events} {source.name} {source.where}")) | {"subject_id"}
 
 
 def _row_names_sql(source: NameSource, ids) -> str:

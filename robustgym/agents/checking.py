@@ -100,7 +100,8 @@ def _literal(value: str) -> str:
 
 
 class _OutOfCalls(Exception):
-    """Only the call that submits is left in the episode's tool-call budget."""
+    """The episode's tool-call budget has no call left for this check (the rest are kept for the gold
+    SQL, until it has run, and the submission)."""
 
 
 class _Probe:
