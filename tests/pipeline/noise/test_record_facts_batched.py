@@ -273,3 +273,59 @@ def test_patients_admissions_and_stays_patched_in_python_are_those_sql_reads(dem
         "the admission hidden and copied back": [],
         "the stay hidden": [f"{SlotKind.ICU_STAY.value} {stay} is not in icustays"],
     }
+
+
+def _tables_read(con, sql: str) -> set[str]:
+    import json
+
+    found, ctes, stack = set(), set(), [json.loads(con.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()[0])]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("type") == "BASE_TABLE" and "table_name" in node:
+                found.add(node["table_name"])
+            ctes |= {entry["key"] for entry in (node.get("cte_map") or {}).get("map", [])}
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return found - ctes
+
+
+def test_the_anomaly_predicates_read_a_rows_own_table_and_only_links_and_dictionaries_beside_it(demo_full_db):
+    """What lets the reader keep the source's flagged rows' anomalies: a patch that leaves a row's table,
+    the patients, admissions, stays and dictionaries alone cannot change what the predicates say of it."""
+    from pipeline.noise.anomalies import USUAL_UNITS_TABLE, anomalies_sql
+    from pipeline.noise.record_facts import _READ_BESIDE
+    from pipeline.schema import TABLES_BY_NAME
+
+    con = duckdb.connect(str(demo_full_db), read_only=True)
+    checked = 0
+    for name in TABLES_BY_NAME:
+        sql = anomalies_sql(name, "SELECT 1", precomputed_units=True)
+        if sql is None:
+            continue
+        beside = _tables_read(con, sql) - {name, USUAL_UNITS_TABLE}
+        assert beside <= _READ_BESIDE, (name, sorted(beside - _READ_BESIDE))
+        checked += 1
+    assert checked >= 20, checked
+
+
+def test_flagged_rows_anomalies_kept_are_those_sql_finds_whatever_rows_are_asked_with_them(demo_full_db):
+    """Each table's flagged rows described one at a time, then all together (from what was kept), then
+    by a fresh reader all at once: the anomalies the predicates' SQL finds on those rows."""
+    from pipeline.noise.anomalies import anomalies_sql
+
+    con = duckdb.connect(str(demo_full_db), read_only=True)
+    reader = FactReader(con, REGISTRY.get)
+    fresh = FactReader(con, REGISTRY.get)
+    described = 0
+    for table, kinds in sorted(reader.flagged.items()):
+        rows = sorted(set().union(*kinds.values()))[:40]
+        listed = f"SELECT unnest([{', '.join(map(str, rows))}])"
+        by_sql = sorted((k, r, d) for k, r, d in con.execute(anomalies_sql(table, listed, precomputed_units=True))
+                        .fetchall())
+        one_by_one = [a for r in rows for a in reader._described(table, [r])]
+        for found in (one_by_one, reader._described(table, rows), fresh._described(table, rows)):
+            assert sorted((a.kind.value, a.row_id, a.detail) for a in found) == by_sql, table
+        described += len(by_sql)
+    assert len(reader.flagged) >= 5 and described >= 100, (len(reader.flagged), described)
