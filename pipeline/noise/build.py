@@ -31,6 +31,7 @@ from pipeline.noise.registry import Draft, DropReason, Injector, injectors
 from pipeline.noise.status_rules import decide, disagreement
 from pipeline.patching import RowsMemo
 from pipeline.release.splits import split_of_task
+from pipeline.schema import ROW_ID
 from pipeline.source_db import read_source_info
 from pipeline.task_model import NamedValue, Outcome, Task
 from pipeline.vocabulary import Intent, Level, NoiseLevel, NoiseType, ProofCheck, Variant
@@ -246,6 +247,7 @@ def build_pairs(db: duckdb.DuckDBPyConnection | str | Path, clean_tasks: Sequenc
                            split=split_of_task(t, config.split_shares, seed), seed=seed) for t in clean_tasks]
         say(f"{len(cases)} clean tasks read with their evidence")
         b.reader.expect(t.subject_id for t in clean_tasks if t.level is Level.PATIENT)
+        b.reader.expect_rows(_rows_by_table(evidence.values()))
         excluded = _unclean(b, cases) if config.check_labels else {}
         if excluded:
             cases = [c for c in cases if c.task.task_id not in excluded]
@@ -296,6 +298,14 @@ def build_pairs(db: duckdb.DuckDBPyConnection | str | Path, clean_tasks: Sequenc
     return NoiseResult(twins, b.dropped, skipped, Mix(counts, goal, config.tolerance), b.proof_ms, b.examples,
                        {t: sorted(ids) for t, ids in b.gave_up.items()}, excluded,
                        {i: d for i, d in b.decisions.items() if i in kept})
+
+
+def _rows_by_table(evidence: Iterable[dict[str, list[dict]]]) -> dict[str, list[dict]]:
+    out: dict[str, dict[int, dict]] = {}
+    for by_table in evidence:
+        for name, rows in by_table.items():
+            out.setdefault(name, {}).update((r[ROW_ID], r) for r in rows)
+    return {name: list(rows.values()) for name, rows in out.items()}
 
 
 def _unclean(b: _Builder, cases: list[CleanCase]) -> dict[str, str]:

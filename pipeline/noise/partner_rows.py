@@ -122,6 +122,21 @@ class PartnerRows:
         self._scopes: OrderedDict[tuple[str, tuple[int, ...]], list[Row]] = OrderedDict()
         self._held = 0
         self.patched_in_python = self.read_by_sql = 0
+        self._expected: dict[str, frozenset[int]] = {}
+        self._read_together: dict[str, _PartnerIndex] = {}
+
+    def expect(self, ids_by_table: dict[str, set[int]]) -> None:
+        """The scope rows the coming reads will mostly ask about (the clean tasks' evidence). The first
+        scope of a table within them reads their partners all at once (up to ``max_rows`` ids in all);
+        every scope within them is then found among those rows, as its own query would find it."""
+        self._expected, self._read_together = {}, {}
+        room = self.max_rows
+        for name in sorted(ids_by_table):
+            ids = ids_by_table[name]
+            if name in TABLES_BY_NAME and "subject_id" in TABLES_BY_NAME[name].column_names and ids \
+                    and len(ids) <= room:
+                self._expected[name] = frozenset(ids)
+                room -= len(ids)
 
     def rows(self, con: duckdb.DuckDBPyConnection, table_name: str, ids: list[int], patch: Patch) -> list[Row]:
         """The scope rows ``ids`` of ``table_name`` and their partners on the database as ``patch`` leaves
@@ -165,13 +180,56 @@ class PartnerRows:
         if key in self._scopes:
             self._scopes.move_to_end(key)
             return self._scopes[key]
-        found = _fetch(self.source, partner_rows_sql(table_name, list(ids))) if ids else []
+        found = self._among_expected(table_name, ids)
+        if found is None:
+            found = _fetch(self.source, partner_rows_sql(table_name, list(ids))) if ids else []
         self._scopes[key] = found
         self._held += len(found)
         while self._held > self.max_rows and len(self._scopes) > 1:
             _, dropped = self._scopes.popitem(last=False)
             self._held -= len(dropped)
         return found
+
+
+    def _among_expected(self, table_name: str, ids: tuple[int, ...]) -> list[Row] | None:
+        expected = self._expected.get(table_name)
+        if not ids or expected is None or not expected.issuperset(ids):
+            return None
+        if table_name not in self._read_together:
+            rows = _fetch(self.source, partner_rows_sql(table_name, sorted(expected)))
+            self._read_together[table_name] = _PartnerIndex(rows, partner_keys(table_name))
+        return self._read_together[table_name].partners(ids)
+
+
+class _PartnerIndex:
+    """The partner rows of a set of scope rows, indexed to give any subset's partners as
+    ``partner_rows_sql`` over that subset would (a subset's partners are among its superset's):
+    rows of the scope's patients (a NULL patient matches none) that are scope rows or share a key
+    with one. A key of several columns compares as a row, where NULLs match; a key of one column
+    compares as a value, where a NULL matches nothing. Scope rows without a patient come as they are."""
+
+    def __init__(self, rows: list[Row], keys: list[tuple[str, ...]]):
+        self.rows = {r[ROW_ID]: r for r in rows}
+        self.keys = keys
+        self.by_key: list[dict[tuple, list[Row]]] = []
+        for key in keys:
+            index: dict[tuple, list[Row]] = {}
+            for r in rows:
+                value = tuple(r[c] for c in key)
+                if len(key) > 1 or value[0] is not None:
+                    index.setdefault(value, []).append(r)
+            self.by_key.append(index)
+
+    def partners(self, ids) -> list[Row]:
+        scope = [self.rows[i] for i in ids if i in self.rows]
+        subjects = {s["subject_id"] for s in scope if s["subject_id"] is not None}
+        found = {s[ROW_ID]: s for s in scope}
+        for key, index in zip(self.keys, self.by_key):
+            for s in scope:
+                for r in index.get(tuple(s[c] for c in key), ()):
+                    if r["subject_id"] in subjects:
+                        found[r[ROW_ID]] = r
+        return list(found.values())
 
 
 class SourceRows:
@@ -195,6 +253,17 @@ class SourceRows:
         rows = table.over(known[i] for i in from_source if known[i] is not None)
         rows += [table.added_row(i) for i in wanted if i in table.added]
         return sorted(rows, key=lambda r: r[ROW_ID])
+
+    def keep(self, table_name: str, rows: list[Row]) -> None:
+        """Rows already read from the unpatched source (``SELECT *``, with ``row_id``), kept as if read
+        here, while there is room."""
+        known = self._rows.setdefault(table_name, {})
+        for row in rows:
+            if self._held >= self.max_rows:
+                return
+            if row[ROW_ID] not in known:
+                known[row[ROW_ID]] = row
+                self._held += 1
 
     def _read(self, table_name: str, ids: list[int]) -> dict[int, Row | None]:
         """The table's kept rows, with ``ids`` among them (None: not in the source)."""

@@ -247,6 +247,14 @@ class FactReader:
         for index in self._indexes.values():
             index.expected = self._expected
 
+    def expect_rows(self, rows_by_table: dict[str, list[dict]]) -> None:
+        """The evidence rows of the tasks about to be read, as the unpatched source has them (``SELECT *``):
+        kept as the source's rows, and their partners read together when a scope among them is first
+        asked (``PartnerRows.expect``)."""
+        for name, rows in sorted(rows_by_table.items()):
+            self.source_rows.keep(name, rows)
+        self.partners.expect({name: {r[ROW_ID] for r in rows} for name, rows in rows_by_table.items()})
+
     def facts(self, task: Task, *, trust_clean: bool = False, trust_evidence: bool = False) -> RecordFacts:
         """The facts of ``task``'s record. ``trust_clean``: a clean task's answer and evidence were read
         on this database when it was extracted. ``trust_evidence``: the task's evidence was read by its

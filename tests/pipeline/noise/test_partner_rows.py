@@ -120,3 +120,69 @@ def test_rows_by_id_patched_in_python_are_those_sql_reads_under_every_built_patc
             seen["rewritten"] += any(u.table == table_name for u in patch.update)
             seen["added"] += any(a.table == table_name for a in patch.add)
     assert min(seen.values()) >= 5, seen
+
+
+def test_partners_of_scopes_within_the_expected_evidence_are_those_each_scopes_sql_reads(built):
+    """The builder names the clean tasks' evidence before any twin is read: the partners of all of it
+    are read together once per table, and each scope within it (a task's evidence, the same less a
+    hidden row, two tasks' evidence together) gets the rows its own query reads, NULL keys included."""
+    from pipeline.noise.build import _rows_by_table
+    from pipeline.noise.case import read_evidence
+    from pipeline.noise.partner_rows import partner_keys
+
+    db, clean, result = built
+    con = duckdb.connect(str(db), read_only=True)
+    evidence = read_evidence(con, clean)
+    partners = PartnerRows(con.cursor())
+    partners.expect({name: {r[ROW_ID] for r in rows} for name, rows in _rows_by_table(evidence.values()).items()})
+    scopes = []
+    for task_id in sorted({t.clean_task_id for t in result.twins})[:150]:
+        for name, rows in evidence[task_id].items():
+            ids = [r[ROW_ID] for r in rows]
+            scopes += [(name, ids), (name, ids[1:])]
+    by_table: dict = {}
+    for name, ids in scopes:
+        by_table.setdefault(name, []).append(ids)
+    scopes += [(name, sorted(set(a) | set(b))) for name, lists in by_table.items() for a, b in zip(lists, lists[2:])]
+    compared = with_null_key = 0
+    for name, ids in scopes:
+        if not ids or "subject_id" not in TABLES_BY_NAME[name].column_names:
+            continue
+        found = sorted(partners._unpatched(name, tuple(ids)), key=lambda r: r[ROW_ID])
+        expected = _by_sql(con, name, ids)
+        assert found == expected, (name, ids[:5])
+        compared += 1
+        with_null_key += any(r[c] is None for r in expected for key in partner_keys(name) for c in key)
+    assert partners._read_together, "no scope was read from the partners read together"
+    nulls_in_source = any(r[c] is None for rows in evidence.values() for name, table_rows in rows.items()
+                          if "subject_id" in TABLES_BY_NAME[name].column_names
+                          for r in table_rows for key in partner_keys(name) for c in key)
+    assert compared >= 100, compared
+    assert with_null_key >= 10 or not nulls_in_source, with_null_key  # the demo has them (labs outside a stay)
+
+
+def test_partners_read_together_match_null_keys_as_sql_does(demo_full_db):
+    """A NULL in a key of one column matches nothing; a NULL within a key of several columns matches a
+    NULL there (DuckDB compares rows so). Orders without an id and copies without an admission, made in
+    a scratch copy of a patient's procedure events, found together as each scope's query finds them."""
+    from pipeline.noise.partner_rows import partner_keys
+
+    assert ("orderid",) in partner_keys("procedureevents")
+    con = duckdb.connect()
+    con.execute(f"ATTACH '{demo_full_db}' AS demo (READ_ONLY)")
+    (subject,), = con.execute("SELECT subject_id FROM demo.procedureevents GROUP BY 1 HAVING count(*) >= 6 "
+                              "ORDER BY 1 LIMIT 1").fetchall()
+    con.execute(f"CREATE TABLE procedureevents AS SELECT * FROM demo.procedureevents WHERE subject_id = {subject}")
+    ids = [r for (r,) in con.execute("SELECT row_id FROM procedureevents ORDER BY row_id LIMIT 6").fetchall()]
+    con.execute(f"UPDATE procedureevents SET orderid = NULL WHERE row_id IN ({ids[0]}, {ids[1]})")
+    con.execute(f"UPDATE procedureevents SET hadm_id = NULL WHERE row_id = {ids[2]}")
+    con.execute(f"INSERT INTO procedureevents SELECT * REPLACE (-row_id AS row_id) FROM procedureevents "
+                f"WHERE row_id IN ({ids[0]}, {ids[2]})")  # a copy of each, NULLs and all
+    partners = PartnerRows(con.cursor())
+    partners.expect({"procedureevents": set(ids)})
+    for scope in ([ids[0]], [ids[1]], [ids[2]], ids[:3], ids):
+        found = sorted(partners._unpatched("procedureevents", tuple(scope)), key=lambda r: r[ROW_ID])
+        assert found == _by_sql(con, "procedureevents", scope), scope
+    by_id = {r[ROW_ID] for r in partners._unpatched("procedureevents", (ids[2],))}
+    assert -ids[2] in by_id  # the copy shares the NULL admission: a partner
+    assert partners._read_together
