@@ -221,7 +221,6 @@ class FactReader:
         self._names_of_rows: dict[NameSource, dict[int, tuple]] = {}  # unpatched, see ``_row_names``
         self._rows_named: dict[tuple, frozenset[int]] = {}  # unpatched, see ``_left_after_hiding``
         self._entity_ids: dict[tuple, frozenset[int]] = {}  # unpatched, see ``_entity_rows``
-        self._flagged_anomalies: dict[str, dict[int, tuple]] = {}  # unpatched, see ``_described``
         # Who is who on the unpatched source (patients, admission -> patient and times, stay -> admission,
         # patient and times, dictionaries' items, usual units): the anomaly predicates over fetched rows.
         self.checker = RowChecker(con)
@@ -494,6 +493,7 @@ class FactReader:
         entities_touched = patch.tables & ENTITY_TABLES
         out = []
         for table_name, ids in sorted(scope.items()):
+            scope_sql = f"SELECT unnest([{', '.join(map(str, ids))}])"
             links = set(TABLES_BY_NAME[table_name].links.values()) - {table_name}
             if table_name in patch.tables or links & entities_touched:
                 found = None if links & entities_touched or patch.tables & _DICTIONARIES else \
@@ -503,18 +503,13 @@ class FactReader:
                     continue
                 # Partners of a row in scope (a duplicate, a conflicting copy) share its patient: the
                 # predicates read the scope's patients' rows, copied once, not the whole table.
-                scope_sql = f"SELECT unnest([{', '.join(map(str, ids))}])"
                 rows = self._rows_of_scope_patients(table_name, scope_sql)
                 sql = anomalies_sql(table_name, scope_sql, rows_from=rows, precomputed_units=self._units_settled(
                     table_name, scope_sql, patch, rows))
             else:
                 flagged = self.flagged.get(table_name, {})
-                in_scope = set(ids)
-                hits = sorted({r for rows in flagged.values() for r in rows.intersection(in_scope)})
+                hits = sorted({r for rows in flagged.values() for r in rows.intersection(ids)})
                 if not hits:
-                    continue
-                if not patch.tables & _READ_BESIDE:
-                    out += self._described(table_name, hits)
                     continue
                 # Only the rows found are described: the same predicates, on those rows alone.
                 sql = anomalies_sql(table_name, f"SELECT unnest([{', '.join(map(str, hits))}])",
@@ -523,22 +518,6 @@ class FactReader:
                 out += [Anomaly(AnomalyKind(k), table_name, int(rid), detail)
                         for k, rid, detail in self.con.execute(sql).fetchall()]
         return out
-
-    def _described(self, table_name: str, hits: list[int]) -> list[Anomaly]:
-        """The anomalies of the source's flagged rows ``hits`` as the unpatched source has them. Each row's
-        are read once and kept: a predicate judges a row by the row, the rows sharing its keys, its
-        patient, admission or stay and the dictionaries (``_READ_BESIDE``), never by the other rows
-        asked with it, so the callers, whose patch leaves all of these alone, get the answer SQL gives."""
-        known = self._flagged_anomalies.setdefault(table_name, {})
-        missing = [r for r in hits if r not in known]
-        if missing:
-            found: dict[int, list] = {r: [] for r in missing}
-            sql = anomalies_sql(table_name, f"SELECT unnest([{', '.join(map(str, missing))}])", precomputed_units=True)
-            for kind, rid, detail in self.con.execute(sql).fetchall():
-                found[int(rid)].append((AnomalyKind(kind), detail))
-            # The order SQL has no reason to keep: each row's kinds in the predicates' order.
-            known.update((r, tuple(sorted(f, key=lambda kd: _KIND_ORDER[kd[0]]))) for r, f in found.items())
-        return [Anomaly(kind, table_name, r, detail) for r in hits for kind, detail in known[r]]
 
     def _checked_in_python(self, table_name: str, ids: list[int], patch: Patch) -> list[Anomaly] | None:
         """The anomalies of the scope rows, by ``RowChecker`` over them and their partners
@@ -724,10 +703,6 @@ class FactReader:
 
 ENTITY_TABLES = frozenset({"patients", "admissions", "icustays"})
 _DICTIONARIES = frozenset(name for name, t in TABLES_BY_NAME.items() if t.dictionary)
-# Besides a row's own table, the anomaly predicates read only these (links, encounters, item lists):
-# tests/pipeline/noise/test_record_facts_batched.py holds every table's predicates to it.
-_READ_BESIDE = ENTITY_TABLES | _DICTIONARIES
-_KIND_ORDER = {kind: i for i, kind in enumerate(AnomalyKind)}
 _SCOPE_ROWS = "_rg_scope_patient_rows"
 
 
