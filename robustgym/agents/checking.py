@@ -66,7 +66,18 @@ def top_level_from(sql: str) -> str | None:
     """The ``FROM ... WHERE ...`` part of a single-level SELECT, or None when there is none."""
     if re.match(r"\s*WITH\b", sql, re.I):
         return None
-    depth, quote, start, i = 0, None, None, 0
+    top = _top_level(sql)
+    m = re.search(r"\bFROM\b", top, re.I)
+    if not m:
+        return None
+    start = m.start()
+    end = _CLAUSE_END.search(top, m.end())
+    return sql[start: end.start() if end else len(sql)].strip().rstrip(";")
+
+
+def _top_level(sql: str) -> str:
+    """``sql`` with everything inside parentheses or quotes blanked, positions kept."""
+    depth, quote, i = 0, None, 0
     masked = []
     while i < len(sql):
         ch = sql[i]
@@ -86,13 +97,7 @@ def top_level_from(sql: str) -> str | None:
         else:
             masked.append(ch if depth == 0 else " ")
         i += 1
-    top = "".join(masked)
-    m = re.search(r"\bFROM\b", top, re.I)
-    if not m:
-        return None
-    start = m.start()
-    end = _CLAUSE_END.search(top, m.end())
-    return sql[start: end.start() if end else len(sql)].strip().rstrip(";")
+    return "".join(masked)
 
 
 def _literal(value: str) -> str:
@@ -250,9 +255,11 @@ _NUMERIC = ("INTEGER", "BIGINT", "SMALLINT", "DOUBLE", "FLOAT", "REAL", "DECIMAL
 
 
 def _table_refs(from_where: str) -> list[tuple[str, str]]:
+    """The tables the FROM clause reads directly, with their aliases. A table read inside a subquery is
+    not one: its alias means nothing outside it, and an aggregate over the clause cannot name it."""
     refs = []
-    for table, alias in re.findall(r"\b(" + "|".join(_TABLE_NAMES) + r")\b(?:\s+AS)?(?:\s+(\w+))?", from_where,
-                                   re.I):
+    for table, alias in re.findall(r"\b(" + "|".join(_TABLE_NAMES) + r")\b(?:\s+AS)?(?:\s+(\w+))?",
+                                   _top_level(from_where), re.I):
         refs.append((table.lower(), alias if alias and alias.upper() not in _NOT_ALIAS else table))
     return refs
 

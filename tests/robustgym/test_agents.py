@@ -149,3 +149,20 @@ def test_the_checking_agent_keeps_its_last_call_for_the_submission(pipeline_rele
     assert all(tight[i].submission == t.submission for i, t in full.items() if len(t.steps) <= budget)
     # With the default budget no episode of the release runs out of calls.
     assert not [t.task_id for t in full.values() if t.error]
+
+
+def test_the_checking_agents_probes_are_statements_the_database_runs(runs):
+    """Every probe it builds from a gold SQL is valid SQL, templates whose FROM reads subqueries (a
+    first and a last value) included: it aggregates over the tables a FROM clause reads directly,
+    never names an alias from inside a subquery, and so spends no call on a statement that fails."""
+    from robustgym.agents.checking import _table_refs, top_level_from
+
+    failed = [(t.task_id, str(s.arguments)[:120], s.content[:120])
+              for t in runs["checking"] for s in t.steps if s.tool == "sql" and not s.ok]
+    assert not failed, failed[:3]
+    nested = ("SELECT last_r.valuenum - first_r.valuenum FROM (SELECT l.valuenum FROM labevents AS l "
+              "WHERE l.subject_id = 1 ORDER BY l.charttime LIMIT 1) AS first_r, (SELECT l.valuenum FROM "
+              "labevents AS l WHERE l.subject_id = 1 ORDER BY l.charttime DESC LIMIT 1) AS last_r")
+    assert _table_refs(top_level_from(nested)) == []
+    flat = "SELECT max(l.valuenum) FROM labevents AS l JOIN d_labitems AS d ON d.itemid = l.itemid WHERE l.subject_id = 1"
+    assert _table_refs(top_level_from(flat)) == [("labevents", "l"), ("d_labitems", "d")]
