@@ -67,15 +67,54 @@ def patched(con: duckdb.DuckDBPyConnection, patch: Patch, catalog: str | None = 
     own database) and are dropped on exit, which restores the clean state exactly.
     """
     catalog = catalog or con.execute("SELECT current_database()").fetchone()[0]
-    names = sorted(patch.tables)
     try:
-        for name in names:
-            sql = patched_select(table(name), patch, _source_table(catalog, name))
-            con.execute(f'CREATE OR REPLACE TEMP VIEW "{name}" AS {sql}')
+        _lay(con, patch, catalog)
         yield
     finally:
-        for name in names:
-            con.execute(f'DROP VIEW IF EXISTS temp.main."{name}"')
+        _drop(con, patch)
+
+
+def _lay(con: duckdb.DuckDBPyConnection, patch: Patch, catalog: str) -> None:
+    for name in sorted(patch.tables):
+        sql = patched_select(table(name), patch, _source_table(catalog, name))
+        con.execute(f'CREATE OR REPLACE TEMP VIEW "{name}" AS {sql}')
+
+
+def _drop(con: duckdb.DuckDBPyConnection, patch: Patch) -> None:
+    for name in sorted(patch.tables):
+        con.execute(f'DROP VIEW IF EXISTS temp.main."{name}"')
+
+
+class PatchedOnDemand:
+    """``con`` as ``patch`` leaves it, with the views of ``patched`` laid when the first statement runs
+    (laying and dropping them costs about half a millisecond; a reader that answers from what it read
+    before runs none). Use it where the connection would be, inside ``patched_on_demand``."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, patch: Patch, catalog: str):
+        self._con, self._patch, self._catalog = con, patch, catalog
+        self.laid = False
+
+    def execute(self, *args, **kwargs) -> duckdb.DuckDBPyConnection:
+        if not self.laid:
+            self.laid = True  # set first: a failed laying is still dropped on close
+            _lay(self._con, self._patch, self._catalog)
+        return self._con.execute(*args, **kwargs)
+
+    def close(self) -> None:
+        if self.laid:
+            _drop(self._con, self._patch)
+            self.laid = False
+
+
+@contextmanager
+def patched_on_demand(con: duckdb.DuckDBPyConnection, patch: Patch, catalog: str) -> Iterator[PatchedOnDemand]:
+    """Within the block, statements run through the yielded object see the patched database, as under
+    ``patched``; the views are laid only if one runs."""
+    on_demand = PatchedOnDemand(con, patch, catalog)
+    try:
+        yield on_demand
+    finally:
+        on_demand.close()
 
 
 _LEADING_WITH = re.compile(r"\s*WITH(\s+RECURSIVE)?\s", re.IGNORECASE)

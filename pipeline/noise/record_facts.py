@@ -22,6 +22,7 @@ docs/architecture.md names:
 
 import functools
 import re
+from contextlib import contextmanager
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,7 +36,7 @@ from pipeline.noise.names import NAME_SOURCES, NAMED_KINDS, NameSource
 from pipeline.noise.physiology import conversions_for, format_value
 from pipeline.noise.partner_rows import Casts, PartnerRows, SourceRows
 from pipeline.noise.row_roles import ENTITY_OF_SLOT, roles
-from pipeline.patching import RowsMemo, patched, patched_statement
+from pipeline.patching import RowsMemo, patched_on_demand, patched_statement
 from pipeline.schema import ROW_ID, TABLES_BY_NAME
 from pipeline.sql_reads import ReadColumns
 from pipeline.task_model import AnswerValue, Patch, RowRef, Task, ValueChange
@@ -268,7 +269,7 @@ class FactReader:
                     answer_type=task.answer_type)
         touched = task.patch.tables
         entities_cached = not touched & ENTITY_TABLES
-        with patched(self.con, task.patch, self.catalog):
+        with self._patched(task.patch):
             missing = tuple(self._missing_entities(slots, kinds, entities_cached, task.patch))
             unstated = tuple(self._unstated(task, slots, kinds, entities_cached)) if not missing else ()
             names = tuple(self._names(task, slots, kinds, touched)) if not missing else ()
@@ -296,6 +297,18 @@ class FactReader:
             aside = self._aside_patches(task, anomalies)
         set_aside = self._set_aside(task, template, slots, aside)
         return _replace(facts, gold=gold, anomalies=tuple(anomalies), set_aside=set_aside)
+
+    @contextmanager
+    def _patched(self, patch: Patch):
+        """Within the block, ``self.con`` is the database as ``patch`` leaves it; its views are laid when
+        the first statement runs (most twins' facts are read from what was read before)."""
+        con = self.con
+        with patched_on_demand(con, patch, self.catalog) as on_demand:
+            self.con = on_demand
+            try:
+                yield
+            finally:
+                self.con = con
 
     # ------------------------------------------------------------ premises
 
@@ -730,13 +743,17 @@ _VALUE_COLUMN = {"labevents": "valuenum", "chartevents": "valuenum", "outputeven
 
 
 def _merged(base: Patch, extra: Patch) -> Patch:
-    """``extra`` applied on top of ``base``: later updates of one cell win, hidden rows stay hidden."""
+    """``extra`` applied on top of ``base``: later updates of one cell win, hidden rows stay hidden.
+    A hidden row's updates are left out: they change nothing, and without them the patch that sets a
+    twin's written rows aside is the one its proof already asked the gold SQL under (``RowsMemo``)."""
     updates = {(u.table, u.row_id, u.column): u for u in base.update}
     updates.update({(u.table, u.row_id, u.column): u for u in extra.update})
     hidden = {(r.table, r.row_id) for r in extra.hide}
     added = tuple(a for a in base.add if (a.table, a.row_id) not in hidden)
     hide = tuple(dict.fromkeys(base.hide + tuple(r for r in extra.hide if r.row_id >= 0)))
-    return Patch(hide=hide, add=added, update=tuple(updates.values()))
+    gone = {(r.table, r.row_id) for r in hide}
+    return Patch(hide=hide, add=added,
+                 update=tuple(u for u in updates.values() if (u.table, u.row_id) not in gone))
 
 
 def _replace(facts: RecordFacts, **changes) -> RecordFacts:

@@ -3,7 +3,7 @@
 import duckdb
 import pytest
 
-from pipeline.patching import patched, patched_select, patched_statement
+from pipeline.patching import patched, patched_on_demand, patched_select, patched_statement
 from pipeline.schema import create_table_sql, table
 from pipeline.task_model import AddedRow, ColumnValue, Patch, RowRef, ValueChange
 
@@ -68,3 +68,23 @@ def test_a_statement_carrying_its_patch_reads_what_the_views_show(con):
         # Nothing was laid: the next statement reads the source as it is.
         assert con.execute(sql).fetchall() != through_views
     assert patched_statement(questions[0], Patch(), catalog) == questions[0]
+
+
+def _temp_views(con) -> list[str]:
+    return [r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE temporary AND NOT internal").fetchall()]
+
+
+def test_views_laid_on_demand_appear_with_the_first_statement_and_go_after(con):
+    catalog = con.execute("SELECT current_database()").fetchone()[0]
+    clean = values(con)
+    with patched_on_demand(con, HIDE_UPDATE_ADD, catalog) as on_demand:
+        assert _temp_views(con) == []  # nothing asked, nothing laid
+    assert _temp_views(con) == []
+    with patched_on_demand(con, HIDE_UPDATE_ADD, catalog) as on_demand:
+        assert values(on_demand) == [(-1, 3.0), (0, 3.0), (2, 99.5), (3, 6.0), (4, 7.0)]
+        assert _temp_views(con) == ["labevents"] and on_demand.laid
+    assert _temp_views(con) == [] and values(con) == clean
+    with pytest.raises(RuntimeError), patched_on_demand(con, HIDE_UPDATE_ADD, catalog) as on_demand:
+        values(on_demand)
+        raise RuntimeError("a reader failing half-way")
+    assert _temp_views(con) == [] and values(con) == clean

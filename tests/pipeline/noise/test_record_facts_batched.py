@@ -273,3 +273,66 @@ def test_patients_admissions_and_stays_patched_in_python_are_those_sql_reads(dem
         "the admission hidden and copied back": [],
         "the stay hidden": [f"{SlotKind.ICU_STAY.value} {stay} is not in icustays"],
     }
+
+
+def test_facts_read_with_the_patch_laid_on_demand_are_those_read_with_it_laid_first(built):
+    """The reader lays a twin's views only when a statement needs them; for every twin the facts are
+    those read with the views laid before anything is asked, whether a statement ran under its patch
+    (a first reading) or none did (asked again: its gold answer remembered, the rest from Python)."""
+    from contextlib import contextmanager
+
+    db, _, result = built
+    con = duckdb.connect(str(db), read_only=True)
+    on_demand = FactReader(con, REGISTRY.get)
+    laid_first = FactReader(con, REGISTRY.get)
+
+    @contextmanager
+    def laid(patch):
+        with patched(laid_first.con, patch, laid_first.catalog):
+            yield
+
+    laid_first._patched = laid
+    asked = {"laid": 0, "not laid": 0}
+    original = on_demand._patched
+
+    @contextmanager
+    def counted(patch):
+        with original(patch):
+            holder = on_demand.con
+            yield
+            asked["laid" if getattr(holder, "laid", False) else "not laid"] += not patch.is_empty
+
+    on_demand._patched = counted
+    twins = [t for t in result.twins if not t.patch.is_empty]
+    for twin in twins:
+        expected = laid_first.facts(twin, trust_evidence=True)
+        for _ in range(2):
+            assert on_demand.facts(twin, trust_evidence=True) == expected, twin.task_id
+    assert asked["not laid"] >= 0.3 * len(twins) and asked["laid"] >= len(twins), asked
+
+
+def test_setting_a_twins_written_rows_aside_asks_the_question_its_proof_asked(built):
+    """The patch that sets an implausible value's or a detached row's rows aside leaves out their
+    rewrites (a hidden row's values change nothing: the gold answers are equal), which makes it the
+    very patch the proof re-ran the gold SQL under, so the builder answers it from memory."""
+    from pipeline.noise.record_facts import _merged
+    from pipeline.patching import patched_statement
+    from pipeline.task_model import Patch, RowRef
+    from pipeline.vocabulary import NoiseType
+
+    db, _, result = built
+    con = duckdb.connect(str(db), read_only=True)
+    catalog = con.execute("SELECT current_database()").fetchone()[0]
+    checked = 0
+    for twin in result.twins:
+        if twin.noise_type not in (NoiseType.IMPLAUSIBLE_VALUE, NoiseType.ORPHANED_RECORD) or checked >= 60:
+            continue
+        written = tuple(sorted({RowRef(u.table, u.row_id) for u in twin.patch.update},
+                               key=lambda r: (r.table, r.row_id)))
+        aside = _merged(twin.patch, Patch(hide=written))
+        assert aside == Patch(hide=written), twin.task_id  # what the injectors' accepted() asks under
+        kept_rewrites = Patch(hide=written, update=twin.patch.update)
+        assert con.execute(patched_statement(twin.gold_sql, aside, catalog)).fetchall() == \
+            con.execute(patched_statement(twin.gold_sql, kept_rewrites, catalog)).fetchall(), twin.task_id
+        checked += 1
+    assert checked >= 30, checked
