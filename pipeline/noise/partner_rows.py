@@ -14,6 +14,8 @@ detached rows a question could reach): read once on the unpatched source and pat
 which is exact for any patch, since a row's content under a patch depends only on the row and the patch.
 """
 
+import math
+import re
 from collections import OrderedDict
 
 import duckdb
@@ -65,13 +67,39 @@ class Casts:
         return self.typed([(value, type_)])[0]
 
     def typed(self, values: list[tuple[str | None, str]]) -> list[object]:
-        """Each (text, type) typed; the ones not seen before cast in one statement."""
-        new = sorted({v for v in values if v[0] is not None and v not in self._typed})
+        """Each (text, type) typed; the ones not seen before cast in one statement (text, and numbers
+        written plainly, in Python: the same value DuckDB's cast gives, without a statement each)."""
+        new = []
+        for v in sorted({v for v in values if v[0] is not None and v not in self._typed}):
+            plain = _plain_cast(*v)
+            if plain is None:
+                new.append(v)
+            else:
+                self._typed[v] = plain
         if new:
             casts = ", ".join(f"CAST(${i + 1} AS {type_})" for i, (_, type_) in enumerate(new))
             found = self.con.execute(f"SELECT {casts}", [text for text, _ in new]).fetchone()
             self._typed.update(zip(new, found))
         return [None if v[0] is None else self._typed[v] for v in values]
+
+
+_INTEGER = re.compile(r"-?[0-9]+")
+_DECIMAL = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+_INTEGER_RANGE = {"INTEGER": 2 ** 31, "SMALLINT": 2 ** 15, "BIGINT": 2 ** 63}
+
+
+def _plain_cast(text: str, type_: str) -> object | None:
+    """``CAST(text AS type_)`` where Python gives the same value surely (None: ask DuckDB). A decimal
+    read as a DOUBLE is correctly rounded by both; REAL, times and anything else go to DuckDB."""
+    if type_ == "VARCHAR":
+        return text
+    if type_ in _INTEGER_RANGE and _INTEGER.fullmatch(text):
+        value = int(text)
+        return value if -_INTEGER_RANGE[type_] <= value < _INTEGER_RANGE[type_] else None
+    if type_ == "DOUBLE" and _DECIMAL.fullmatch(text):
+        value = float(text)
+        return value if math.isfinite(value) else None
+    return None
 
 
 class TablePatch:
