@@ -218,7 +218,6 @@ class PartnerRows:
             self._held -= len(dropped)
         return found
 
-
     def _among_expected(self, table_name: str, ids: tuple[int, ...]) -> list[Row] | None:
         expected = self._expected.get(table_name)
         if not ids or expected is None or not expected.issuperset(ids):

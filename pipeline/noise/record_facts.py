@@ -22,8 +22,8 @@ docs/architecture.md names:
 
 import functools
 import re
-from contextlib import contextmanager
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
