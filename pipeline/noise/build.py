@@ -246,7 +246,11 @@ def build_pairs(db: duckdb.DuckDBPyConnection | str | Path, clean_tasks: Sequenc
         cases = [CleanCase(t, _template(lookup_template, t), evidence[t.task_id],
                            split=split_of_task(t, config.split_shares, seed), seed=seed) for t in clean_tasks]
         say(f"{len(cases)} clean tasks read with their evidence")
-        b.reader.expect(t.subject_id for t in clean_tasks if t.level is Level.PATIENT)
+        patients = frozenset(int(t.subject_id) for t in clean_tasks
+                             if t.level is Level.PATIENT and t.subject_id is not None)
+        b.reader.expect(patients)
+        b.lookup.expected_subjects = patients
+        b.prover.names.expect(patients)
         b.reader.expect_rows(_rows_by_table(evidence.values()))
         excluded = _unclean(b, cases) if config.check_labels else {}
         if excluded:

@@ -125,6 +125,8 @@ class SourceLookup:
         self.con = con
         self._cache: dict[tuple, Any] = {}
         self.memo: dict[tuple, Any] = {}  # derived values (sets of names, ...) other modules cache here
+        # Patients the tasks at hand name: what is read per patient is read for all of them at once.
+        self.expected_subjects: frozenset[int] = frozenset()
         self._tables = {r[0] for r in con.execute(
             "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
             "AND schema_name = 'main'").fetchall()}

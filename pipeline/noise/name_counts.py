@@ -6,7 +6,8 @@ table, a lab test this patient never had, a general name no dictionary lists):
 for thousands of twins, that is thousands of scans, each of the whole table at full MIMIC-IV scale.
 ``NameCounts`` answers the same count from per-source tallies: every name's events and dictionary
 entries, grouped once, and one patient's events, grouped once per patient asked about (a table
-stored by patient reads that in a few row groups). An ambiguous reference's premise counts the
+stored by patient reads that in a few row groups; the patients a build's tasks name, ``expect``,
+together in one grouped scan). An ambiguous reference's premise counts the
 recorded names that refine a general one (``NameSource.refinements_sql``), a scan with a string
 function per row; ``RefinementCount`` answers it from each source's distinct names, read once (once per
 patient asked about), the few that begin with the general name tested by the same SQL condition. The
@@ -63,6 +64,12 @@ class NameCounts:
         self._of_subject: dict[tuple[NameSource, int], Counter] = {}
         self._folded: dict[str, str] = {}
         self._names: dict[tuple[NameSource, int | None], tuple[list[str], list[str]]] = {}
+        self._expected: frozenset[int] = frozenset()
+
+    def expect(self, subjects) -> None:
+        """The patients the coming counts are about: the first count of one of them in a source reads
+        every expected patient's events in that source together (one grouped scan, not one each)."""
+        self._expected = frozenset(int(s) for s in subjects if s is not None)
 
     def count(self, asked: NameCount | RefinementCount) -> int:
         if isinstance(asked, RefinementCount):
@@ -101,6 +108,16 @@ class NameCounts:
         return self._listed[source]
 
     def _subject_events(self, source: NameSource, subject: int) -> Counter:
+        if (source, subject) not in self._of_subject and subject in self._expected:
+            asked = sorted(s for s in self._expected if (source, s) not in self._of_subject)
+            conds = [c for c in (source.where, "e.subject_id IN (SELECT unnest(?))") if c]
+            found: dict[int, Counter] = {s: Counter() for s in asked}
+            for who, name, n in self.con.execute(
+                    f"SELECT e.subject_id, lower(trim({source.name})), count(*) FROM {source.events} "
+                    f"WHERE {' AND '.join(conds)} GROUP BY 1, 2", [asked]).fetchall():
+                if name is not None:
+                    found[who][name] = n
+            self._of_subject.update(((source, who), counts) for who, counts in found.items())
         if (source, subject) not in self._of_subject:
             conds = [c for c in (source.where, f"e.subject_id = {subject}") if c]
             self._of_subject[(source, subject)] = self._grouped(

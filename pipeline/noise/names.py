@@ -54,6 +54,12 @@ class NameSource:
     def names_sql(self, subject_id: int | None = None) -> str:
         return f"SELECT DISTINCT {self.name} FROM {self.events}{self._where(*self._conditions(subject_id))}"
 
+    def names_by_subject_sql(self) -> str:
+        """(subject_id, name) of the patients listed in the query's one parameter: what ``names_sql(subject)``
+        gives for each of them, in one scan."""
+        return (f"SELECT DISTINCT e.subject_id, {self.name} FROM {self.events}"
+                f"{self._where(*self._conditions(), 'e.subject_id IN (SELECT unnest(?))')}")
+
     def names_of_subject_sql(self, subject_id: int) -> str:
         """(name, events) of one patient: ``names_sql(subject)`` with how many events carry each name."""
         return (f"SELECT trim({self.name}), count(*) FROM {self.events}"
@@ -168,6 +174,14 @@ def source_of(lookup: SourceLookup, kind: SlotKind, value: str) -> NameSource | 
 def recorded_names(lookup: SourceLookup, source: NameSource, subject_id: int | None = None) -> frozenset[str]:
     """Names occurring in the events of the source's domain (of one patient, if given)."""
     key = ("names", source.events, source.name, source.where, subject_id)
+    if key not in lookup.memo and subject_id in lookup.expected_subjects:
+        # The first patient asked about: every expected patient's names, in one scan.
+        asked = sorted(s for s in lookup.expected_subjects if key[:4] + (s,) not in lookup.memo)
+        found: dict[int, set] = {s: set() for s in asked}
+        for who, name in lookup.con.execute(source.names_by_subject_sql(), [asked]).fetchall():
+            if name is not None:
+                found[who].add(name)
+        lookup.memo.update((key[:4] + (who,), frozenset(names)) for who, names in found.items())
     if key not in lookup.memo:
         rows = lookup.con.execute(source.names_sql(subject_id)).fetchall()
         lookup.memo[key] = frozenset(r[0] for r in rows if r[0] is not None)

@@ -95,3 +95,32 @@ def test_a_premise_naming_a_count_must_carry_that_counts_sql():
     assert PremiseFact("named", asked.sql, "==", 0, counted=asked).counted is asked
     with pytest.raises(ValueError, match="not the count it names"):
         PremiseFact("named", NameCount(source, "Sodium").sql, "==", 0, counted=asked)
+
+
+@pytest.mark.parametrize("db_name", ["demo_full_db", "synthetic_db"])
+def test_expected_patients_read_together_give_what_one_patient_at_a_time_gives(db_name, request):
+    """The builder names the patients its tasks ask about: each source's events and recorded names of
+    all of them are read in one scan, and each patient's are those its own query gives (a patient
+    without events in a source included); a patient not expected is read alone, as before."""
+    from pipeline.noise.case import SourceLookup
+    from pipeline.noise.names import recorded_names
+
+    with _reading(request.getfixturevalue(db_name)) as (con, subjects, counts):
+        expected, outsider = subjects[:30], subjects[35]
+        counts.expect(expected)
+        lookup = SourceLookup(con)
+        lookup.expected_subjects = frozenset(expected)
+        compared = empty = 0
+        for source, _ in _present_sources(con):
+            for subject in [*expected[::7], outsider]:
+                conds = [c for c in (source.where, f"e.subject_id = {subject}") if c]
+                by_sql = {n: k for n, k in con.execute(
+                    f"SELECT lower(trim({source.name})), count(*) FROM {source.events} WHERE {' AND '.join(conds)} "
+                    f"GROUP BY 1").fetchall() if n is not None}
+                assert dict(counts._subject_events(source, subject)) == by_sql, (source.events, subject)
+                names = {r[0] for r in con.execute(source.names_sql(subject)).fetchall() if r[0] is not None}
+                assert recorded_names(lookup, source, subject) == names, (source.events, subject)
+                compared += 1
+                empty += not names
+            assert all((source, s) in counts._of_subject for s in expected)  # read together
+        assert compared >= 20 and empty >= 1, (compared, empty)
