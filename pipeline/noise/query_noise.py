@@ -354,14 +354,19 @@ def _known_in_domain(lookup: SourceLookup, kind: SlotKind) -> frozenset[str]:
 
 def _named_groups(lookup: SourceLookup, source: NameSource, subject: int | None) -> dict[str, str | None]:
     """Recorded name -> its fluid or category (None where the source has no grouping), for one patient
-    or for everyone."""
+    or for everyone.
+
+    A name recorded under several groups (a lab label listed in two categories) takes the one most of
+    its events carry, ties to the first by name: the choice must not depend on the order DuckDB's
+    threads return rows in, or the same source would give different twins."""
     key = ("groups", source.events, source.name, source.where, subject)
     if key not in lookup.memo:
         group = source.group or "NULL"
         where = [c for c in (source.where, f"e.subject_id = {int(subject)}" if subject is not None else "") if c]
         rows = lookup.con.execute(
-            f"SELECT DISTINCT {source.name}, {group} FROM {source.events}"
-            + (" WHERE " + " AND ".join(where) if where else "")).fetchall()
+            f"SELECT {source.name} AS name, {group} AS grp FROM {source.events}"
+            + (" WHERE " + " AND ".join(where) if where else "")
+            + " GROUP BY ALL ORDER BY name, count(*) DESC, grp NULLS LAST").fetchall()
         groups: dict[str, str | None] = {}
         for n, g in rows:
             if n is not None:

@@ -205,6 +205,24 @@ def test_an_ambiguous_name_generalises_the_clean_name_within_its_fluid_or_catego
         assert p["reference"] in twin.question
 
 
+def test_a_name_recorded_under_several_categories_takes_the_one_most_of_its_events_carry():
+    """Determinism: the demo lists 5 blood-test labels under two categories; which category an ambiguous
+    name's readings must share may not depend on the order DuckDB's threads return rows in."""
+    from pipeline.noise.query_noise import _named_groups
+
+    lab = next(s for s in NAME_SOURCES if s.events_table == "labevents")
+    con = duckdb.connect()
+    con.execute("CREATE TABLE d_labitems (itemid INT, label VARCHAR, fluid VARCHAR, category VARCHAR)")
+    con.execute("CREATE TABLE labevents (subject_id INT, itemid INT)")
+    # Glucose: 3 events in Chemistry, 1 in Blood Gas (listed first); Lactate: a tie, 2 and 2.
+    con.execute("INSERT INTO d_labitems VALUES (1, 'Glucose', 'Blood', 'Blood Gas'), (2, 'Glucose', 'Blood', 'Chemistry'),"
+                " (3, 'Lactate', 'Blood', 'Hematology'), (4, 'Lactate', 'Blood', 'Chemistry'), (5, 'Urea', 'Urine', 'X')")
+    con.execute("INSERT INTO labevents VALUES (7, 1), (8, 2), (8, 2), (9, 2), (7, 3), (8, 3), (7, 4), (8, 4), (7, 5)")
+    assert _named_groups(SourceLookup(con), lab, None) == {"Glucose": "Chemistry", "Lactate": "Chemistry"}
+    # One patient's own events decide: patient 7's only Glucose is a blood gas.
+    assert _named_groups(SourceLookup(con), lab, 7) == {"Glucose": "Blood Gas", "Lactate": "Chemistry"}
+
+
 SAMPLE_SLOTS = {SlotKind.SUBJECT: "10000032", SlotKind.ADMISSION: "22595853", SlotKind.ICU_STAY: "39553978",
                 SlotKind.LAB_ITEM: "Potassium", SlotKind.CHART_ITEM: "Heart Rate", SlotKind.DRUG: "Heparin",
                 SlotKind.DIAGNOSIS: "Acute kidney failure, unspecified", SlotKind.PROCEDURE: "Arterial Line",
