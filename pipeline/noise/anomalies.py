@@ -24,6 +24,8 @@ anomalous rows of a table, over the whole table (the source audit) or only over 
 status (``STATUS_OF``), which is what the decidability rules read.
 """
 
+import copy
+from collections import Counter
 from collections.abc import Iterator
 from datetime import date, datetime
 from dataclasses import dataclass
@@ -411,6 +413,33 @@ def flag_rows(con, tables) -> Flagged:
 # synthetic source.
 
 
+ENTITY_FIELDS = {  # entity table -> (its id, the fields the predicates read, in RowChecker's tuples)
+    "patients": ("subject_id", ()),
+    "admissions": ("hadm_id", ("subject_id", "admittime", "dischtime")),
+    "icustays": ("stay_id", ("hadm_id", "subject_id", "intime", "outtime")),
+}
+_GONE = object()
+
+
+class _Overlay:
+    """A patient set or an admission/stay dict with a few ids changed (``_GONE``: no longer there),
+    read as the predicates read the original: ``in`` and ``get``."""
+
+    def __init__(self, base, changed: dict):
+        self.base, self.changed = base, changed
+
+    def get(self, k, default=None):
+        if k in self.changed:
+            v = self.changed[k]
+            return default if v is _GONE else v
+        if isinstance(self.base, dict):
+            return self.base.get(k, default)
+        return True if k in self.base else default
+
+    def __contains__(self, k) -> bool:
+        return self.get(k, _GONE) is not _GONE
+
+
 class RowChecker:
     """The anomaly predicates over fetched rows (dicts with ``row_id``), for one database.
 
@@ -424,14 +453,14 @@ class RowChecker:
         tables = {r[0] for r in con.execute(
             "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
             "AND schema_name = 'main'").fetchall()}
-        self.patients = {r[0] for r in con.execute("SELECT subject_id FROM patients").fetchall()} \
-            if "patients" in tables else set()
-        self.admissions = {r[0]: r[1:] for r in con.execute(
-            "SELECT hadm_id, subject_id, admittime, dischtime FROM admissions").fetchall()} \
-            if "admissions" in tables else {}
-        self.stays = {r[0]: r[1:] for r in con.execute(
-            "SELECT stay_id, hadm_id, subject_id, intime, outtime FROM icustays").fetchall()} \
-            if "icustays" in tables else {}
+        entities = {t: con.execute(f"SELECT {', '.join((key, *fields))} FROM {t}").fetchall() if t in tables else []
+                    for t, (key, fields) in ENTITY_FIELDS.items()}
+        self.patients = {r[0] for r in entities["patients"]}
+        self.admissions = {r[0]: r[1:] for r in entities["admissions"]}
+        self.stays = {r[0]: r[1:] for r in entities["icustays"]}
+        # Ids more than one row carries: the SQL joins each of their rows, a dict keeps one.
+        self._shared_ids = {t: {k for k, n in Counter(r[0] for r in rows).items() if n > 1}
+                            for t, rows in entities.items()}
         self.items = {d: {r[0] for r in con.execute(f'SELECT itemid FROM "{d}"').fetchall()}
                       for d in {d for _, d, _ in ITEM_LINKS.values()} if d in tables}
         self.usual: dict[tuple[str, str], tuple[str, int]] = {}
@@ -443,6 +472,35 @@ class RowChecker:
         for m in MEASURED_ITEMS:
             for tab, item in m.items:
                 self.limits[(tab, None if item.startswith("column:") else item)] = m.plausible
+
+    def under(self, changed: dict[str, tuple[list[dict], list[dict]]]) -> "RowChecker | None":
+        """This checker on a database whose patient, admission or stay tables a patch touches: ``changed``
+        maps such a table to (the rows the patch touches, as the source has them; those rows as the patch
+        leaves them). None where an admission or stay id the patch touches would name more than one row,
+        or is NULL: the SQL, which joins every row of an id, decides those (a patient is only looked up,
+        so copies of a patient's row change nothing)."""
+        under = copy.copy(self)
+        for t, (before, after) in changed.items():
+            key, fields = ENTITY_FIELDS[t]
+            base = {"patients": self.patients, "admissions": self.admissions, "icustays": self.stays}[t]
+            touched = {r[key] for r in before} | {r[key] for r in after}
+            if None in touched or touched & self._shared_ids[t]:
+                return None
+            overlay: dict = {}
+            for k in touched:
+                left_alone = int(k in base) - sum(r[key] == k for r in before)  # its rows the patch leaves be
+                now = [tuple(r[f] for f in fields) for r in after if r[key] == k]
+                if left_alone + len(now) > 1 and t != "patients":
+                    return None
+                overlay[k] = base[k] if left_alone and isinstance(base, dict) else True if left_alone \
+                    else (now[0] if now else _GONE)
+            if t == "patients":
+                under.patients = _Overlay(base, {k: _GONE if v is _GONE else True for k, v in overlay.items()})
+            elif t == "admissions":
+                under.admissions = _Overlay(base, overlay)
+            else:
+                under.stays = _Overlay(base, overlay)
+        return under
 
     def units_settled(self, t: str, items, patched_rows: int) -> bool:
         if t not in UNIT_OF:

@@ -34,7 +34,7 @@ from pipeline.noise.anomalies import ENCOUNTER_OF, STATUS_OF, UNIT_OF, USUAL_UNI
 from pipeline.answers import Observed, observe
 from pipeline.noise.names import NAME_SOURCES, NAMED_KINDS, NameSource
 from pipeline.noise.physiology import conversions_for, format_value
-from pipeline.noise.partner_rows import Casts, PartnerRows, SourceRows
+from pipeline.noise.partner_rows import Casts, PartnerRows, Row, SourceRows
 from pipeline.noise.row_roles import ENTITY_OF_SLOT, roles
 from pipeline.patching import RowsMemo, patched_on_demand, patched_statement
 from pipeline.schema import ROW_ID, TABLES_BY_NAME
@@ -504,13 +504,20 @@ class FactReader:
         table (and the admissions and stays its rows are timed against) as they are, else by SQL on
         the patched table."""
         entities_touched = patch.tables & ENTITY_TABLES
+        under: list[RowChecker | None] = []  # the checker with those tables patched, made on first need
         out = []
         for table_name, ids in sorted(scope.items()):
             scope_sql = f"SELECT unnest([{', '.join(map(str, ids))}])"
             links = set(TABLES_BY_NAME[table_name].links.values()) - {table_name}
             if table_name in patch.tables or links & entities_touched:
-                found = None if links & entities_touched or patch.tables & _DICTIONARIES else \
-                    self._checked_in_python(table_name, ids, patch)
+                checker = self.checker
+                if links & entities_touched:
+                    if not under:
+                        under.append(self.checker.under(
+                            {t: self._entity_rows_touched(t, patch) for t in sorted(entities_touched)}))
+                    checker = under[0]
+                found = None if checker is None or patch.tables & _DICTIONARIES else \
+                    self._checked_in_python(table_name, ids, patch, checker)
                 if found is not None:
                     out += found
                     continue
@@ -532,21 +539,27 @@ class FactReader:
                         for k, rid, detail in self.con.execute(sql).fetchall()]
         return out
 
-    def _checked_in_python(self, table_name: str, ids: list[int], patch: Patch) -> list[Anomaly] | None:
-        """The anomalies of the scope rows, by ``RowChecker`` over them and their partners
-        (``PartnerRows``), or None when the items' usual units are not settled under this patch (then
-        SQL decides)."""
+    def _entity_rows_touched(self, table_name: str, patch: Patch) -> tuple[list[Row], list[Row]]:
+        """The patient, admission or stay rows ``patch`` touches, as the source has them and as the
+        patch leaves them (what ``RowChecker.under`` reads)."""
+        ids = {r.row_id for group in (patch.hide, patch.update, patch.add) for r in group if r.table == table_name}
+        return self.source_rows.rows(table_name, ids, Patch()), self.source_rows.rows(table_name, ids, patch)
+
+    def _checked_in_python(self, table_name: str, ids: list[int], patch: Patch,
+                           checker: RowChecker) -> list[Anomaly] | None:
+        """The anomalies of the scope rows, by ``checker`` (the patient, admission and stay tables as
+        the patch leaves them) over them and their partners (``PartnerRows``), or None when the items'
+        usual units are not settled under this patch (then SQL decides)."""
         rows = self.partners.rows(self.con, table_name, ids, patch)
         scope = set(ids)
         patched_rows = len({(r.table, r.row_id) for group in (patch.hide, patch.add, patch.update) for r in group
                             if r.table == table_name})
         if table_name in UNIT_OF:
             item = UNIT_OF[table_name][0]
-            if not self.checker.units_settled(table_name, {r[item] for r in rows if r[ROW_ID] in scope},
-                                              patched_rows):
+            if not checker.units_settled(table_name, {r[item] for r in rows if r[ROW_ID] in scope}, patched_rows):
                 return None
         return [Anomaly(kind, table_name, int(rid), detail)
-                for kind, rid, detail in self.checker.anomalies(table_name, rows, scope)]
+                for kind, rid, detail in checker.anomalies(table_name, rows, scope)]
 
     def _rows_of_scope_patients(self, table_name: str, scope_sql: str) -> str:
         if "subject_id" not in TABLES_BY_NAME[table_name].column_names:
