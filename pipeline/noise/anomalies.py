@@ -25,8 +25,8 @@ status (``STATUS_OF``), which is what the decidability rules read.
 """
 
 import copy
-from collections import Counter
-from collections.abc import Iterator
+from collections import ChainMap, Counter
+from collections.abc import Iterator, Mapping
 from datetime import date, datetime
 from dataclasses import dataclass
 from enum import StrEnum
@@ -300,6 +300,15 @@ def _unusual_unit(t: str, scope: str | None, precomputed: bool = False, src: str
             f"WHERE x.{_q(unit)} IS NOT NULL AND x.{_q(unit)} <> u.unit AND {_scoped('x', scope)}")
 
 
+def usual_of(unit_counts: Mapping[str, int]) -> tuple[str | None, int]:
+    """(usual unit, its lead over the next) from an item's rows per non-null unit, as ``usual_unit_sql``
+    decides: the most rows, ties to the first unit by name; (None, 0) for an item without units."""
+    ranked = sorted(((-n, u) for u, n in unit_counts.items() if n > 0))
+    if not ranked:
+        return None, 0
+    return ranked[0][1], -ranked[0][0] + (ranked[1][0] if len(ranked) > 1 else 0)
+
+
 def _limits_cases(t: str) -> list[tuple[str | None, float, float]]:
     """(item literal or None, low, high) for each declared item of table ``t``."""
     out = []
@@ -500,6 +509,13 @@ class RowChecker:
                 under.admissions = _Overlay(base, overlay)
             else:
                 under.stays = _Overlay(base, overlay)
+        return under
+
+    def with_usual(self, units: dict[tuple[str, str], tuple[str | None, int]]) -> "RowChecker":
+        """This checker with these items' usual units (``usual_of``'s (unit, margin); (None, 0): the item
+        has no unit any more) in place of the source's."""
+        under = copy.copy(self)
+        under.usual = ChainMap(units, self.usual)
         return under
 
     def units_settled(self, t: str, items, patched_rows: int) -> bool:

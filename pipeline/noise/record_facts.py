@@ -30,7 +30,7 @@ from typing import Any
 import duckdb
 
 from pipeline.noise.anomalies import ENCOUNTER_OF, STATUS_OF, UNIT_OF, USUAL_UNITS_TABLE, AnomalyKind, Flagged, \
-    RowChecker, all_usual_units_sql, anomalies_sql, anomalous_rows_sql, flag_rows
+    RowChecker, all_usual_units_sql, anomalies_sql, anomalous_rows_sql, flag_rows, usual_of
 from pipeline.answers import Observed, observe
 from pipeline.noise.names import NAME_SOURCES, NAMED_KINDS, NameSource
 from pipeline.noise.physiology import conversions_for, format_value
@@ -225,6 +225,7 @@ class FactReader:
         # Who is who on the unpatched source (patients, admission -> patient and times, stay -> admission,
         # patient and times, dictionaries' items, usual units): the anomaly predicates over fetched rows.
         self.checker = RowChecker(con)
+        self._unit_counts_read: dict[tuple[str, str], dict[str, int]] = {}
         self._patients = self.checker.patients
         self._admissions = {hadm: v[0] for hadm, v in self.checker.admissions.items()}
         self._stays = {stay: (v[0], v[1]) for stay, v in self.checker.stays.items()}
@@ -548,18 +549,46 @@ class FactReader:
     def _checked_in_python(self, table_name: str, ids: list[int], patch: Patch,
                            checker: RowChecker) -> list[Anomaly] | None:
         """The anomalies of the scope rows, by ``checker`` (the patient, admission and stay tables as
-        the patch leaves them) over them and their partners (``PartnerRows``), or None when the items'
-        usual units are not settled under this patch (then SQL decides)."""
+        the patch leaves them) over them and their partners (``PartnerRows``). Where the patch could
+        move an item's usual unit, the scope items' usual units are counted again as it leaves them."""
         rows = self.partners.rows(self.con, table_name, ids, patch)
         scope = set(ids)
         patched_rows = len({(r.table, r.row_id) for group in (patch.hide, patch.add, patch.update) for r in group
                             if r.table == table_name})
         if table_name in UNIT_OF:
             item = UNIT_OF[table_name][0]
-            if not checker.units_settled(table_name, {r[item] for r in rows if r[ROW_ID] in scope}, patched_rows):
-                return None
+            items = {r[item] for r in rows if r[ROW_ID] in scope}
+            if not checker.units_settled(table_name, items, patched_rows):
+                checker = checker.with_usual(self._usual_units_under(table_name, items, patch))
         return [Anomaly(kind, table_name, int(rid), detail)
                 for kind, rid, detail in checker.anomalies(table_name, rows, scope)]
+
+    def _usual_units_under(self, table_name: str, items, patch: Patch) -> dict[tuple[str, str], tuple[str | None, int]]:
+        """The usual units of ``items`` on the database as ``patch`` leaves it: each item's rows per unit
+        on the source (read once per item), less the rows the patch touches as the source has them,
+        plus those rows as the patch leaves them."""
+        item_col, unit_col = UNIT_OF[table_name]
+        ids = {r.row_id for group in (patch.hide, patch.update, patch.add) for r in group if r.table == table_name}
+        before, after = self.source_rows.rows(table_name, ids, Patch()), self.source_rows.rows(table_name, ids, patch)
+        out = {}
+        for item in sorted({str(i) for i in items if i is not None}):  # a NULL item has no usual unit
+            counts = Counter(self._unit_counts(table_name, item))
+            for rows, step in ((before, -1), (after, 1)):
+                for r in rows:
+                    if str(r[item_col]) == item and r[unit_col] is not None:
+                        counts[r[unit_col]] += step
+            out[(table_name, item)] = usual_of(counts)
+        return out
+
+    def _unit_counts(self, table_name: str, item: str) -> dict[str, int]:
+        """An item's rows per non-null unit on the unpatched source (cached)."""
+        key = (table_name, item)
+        if key not in self._unit_counts_read:
+            item_col, unit_col = UNIT_OF[table_name]
+            self._unit_counts_read[key] = dict(self._unpatched.execute(
+                f'SELECT "{unit_col}", count(*) FROM "{table_name}" WHERE CAST("{item_col}" AS VARCHAR) = ? '
+                f'AND "{unit_col}" IS NOT NULL GROUP BY 1', [item]).fetchall())
+        return self._unit_counts_read[key]
 
     def _rows_of_scope_patients(self, table_name: str, scope_sql: str) -> str:
         if "subject_id" not in TABLES_BY_NAME[table_name].column_names:
