@@ -25,7 +25,7 @@ import duckdb
 from pipeline.duckdb_memory import open_read_only
 from pipeline.noise.case import CleanCase, SourceLookup, TemplateLike, read_evidence
 from pipeline.noise.mix import Cell, Mix, NoiseConfig, targets
-from pipeline.noise.proof import Prover
+from pipeline.noise.proof import Prover, decimals_of
 from pipeline.noise.record_facts import FactReader
 from pipeline.noise.registry import Draft, DropReason, Injector, injectors
 from pipeline.noise.status_rules import decide, disagreement
@@ -97,6 +97,7 @@ class _Builder:
         memo = RowsMemo()  # a twin's proof and label check ask its gold SQL once between them
         self.prover = Prover(con, memo)
         self.reader = FactReader(con, templates, flagged=flagged, memo=memo)
+        self.reader.clean_answers = self.prover.clean_answers  # one table of the clean answers for both
         self.dropped: Counter = Counter()
         self.examples: dict = {}
         self.proof_ms: list[float] = []
@@ -246,6 +247,7 @@ def build_pairs(db: duckdb.DuckDBPyConnection | str | Path, clean_tasks: Sequenc
         cases = [CleanCase(t, _template(lookup_template, t), evidence[t.task_id],
                            split=split_of_task(t, config.split_shares, seed), seed=seed) for t in clean_tasks]
         say(f"{len(cases)} clean tasks read with their evidence")
+        b.prover.clean_answers.add(cases, decimals_of)
         patients = frozenset(int(t.subject_id) for t in clean_tasks
                              if t.level is Level.PATIENT and t.subject_id is not None)
         b.reader.expect(patients)

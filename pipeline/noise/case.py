@@ -90,6 +90,27 @@ class CleanCase:
         return self.evidence.get(table_name, [])
 
 
+class CleanAnswers:
+    """What each clean task's gold SQL gave on the unpatched source: its answer, read by that very SQL on
+    this very database when the task was extracted (the templates stage re-executes it in its checks).
+    A proof or label check asking the same SQL, read as the same type, of the unpatched database takes
+    it from here; an ambiguous name's first reading, for one, is the clean name."""
+
+    def __init__(self) -> None:
+        self._answers: dict[tuple[str, AnswerType, int], Any] = {}
+
+    def add(self, cases: Sequence["CleanCase"], decimals_of) -> None:
+        for case in cases:
+            t = case.task
+            if t.answer is not None:
+                self._answers[(t.gold_sql, AnswerType(t.answer_type), decimals_of(case))] = t.answer
+
+    def get(self, sql: str, answer_type: AnswerType, decimals: int):
+        """The clean answer of ``sql`` read as ``answer_type`` to ``decimals``, or None if no clean task
+        asked it."""
+        return self._answers.get((sql, AnswerType(answer_type), decimals))
+
+
 def read_evidence(con: duckdb.DuckDBPyConnection, tasks: Sequence[Task]) -> dict[str, dict[str, list[dict]]]:
     """Every task's evidence rows, read from the source tables in one scan per table.
 

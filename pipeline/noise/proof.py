@@ -18,7 +18,7 @@ from typing import Any
 import duckdb
 
 from pipeline.answers import DEFAULT_DECIMALS, Observed, answer_text, answers_match, observe
-from pipeline.noise.case import CleanCase, sql_text
+from pipeline.noise.case import CleanAnswers, CleanCase, sql_text
 from pipeline.noise.name_counts import NameCounts
 from pipeline.noise.registry import Draft, DropReason, Effect, PremiseFact
 from pipeline.noise.row_roles import conflict_key
@@ -80,6 +80,7 @@ class Prover:
     def __init__(self, con: duckdb.DuckDBPyConnection, memo: RowsMemo | None = None):
         self.con = con
         self.memo = memo or RowsMemo()
+        self.clean_answers = CleanAnswers()
         self.reads = ReadColumns(con)
         self.names = NameCounts(con)
         # Looked up once: every patched statement names it.
@@ -88,6 +89,10 @@ class Prover:
     def run_gold(self, sql: str, answer_type: AnswerType, decimals: int, patch: Patch | None = None) -> Observed:
         """Execute ``sql`` (under ``patch`` if given) and normalise its rows as ``answer_type``."""
         patch = patch or Patch()
+        if patch.is_empty:
+            known = self.clean_answers.get(sql, answer_type, decimals)
+            if known is not None:
+                return Observed(known)
 
         def run() -> list[tuple]:
             # One question of the patched database: the patch travels in the statement, no views laid.

@@ -97,3 +97,28 @@ def test_a_query_twin_without_premise_facts_proves_nothing(con, max_case):
 def test_a_premise_fact_with_an_unknown_comparison_is_refused():
     with pytest.raises(ValueError, match="op must be"):
         PremiseFact("x", "SELECT 1", "<", 1)
+
+
+@pytest.mark.parametrize("source", ["demo_built", "synthetic_built"])
+def test_the_clean_answers_a_proof_reads_are_what_each_clean_gold_sql_gives(source, request):
+    """A proof or label check asking a clean task's own gold SQL of the unpatched database (an ambiguous
+    name's first reading, say) reads the clean answer instead of running it: that answer must be what
+    the SQL gives, for every clean task, and a patched question must still be run."""
+    from pipeline.answers import observe
+    from pipeline.noise.proof import decimals_of
+
+    db, clean, _ = request.getfixturevalue(source)
+    with duckdb.connect(str(db), read_only=True) as con:
+        prover = Prover(con)
+        cases = [CleanCase(t, REGISTRY.get(t.template_id)) for t in clean]
+        prover.clean_answers.add(cases, decimals_of)
+        for case in cases:
+            t = case.task
+            ran = observe(t.answer_type, con.execute(t.gold_sql).fetchall(), decimals=decimals_of(case))
+            assert prover.run_gold(t.gold_sql, t.answer_type, decimals_of(case)) == ran, t.task_id
+        assert prover.memo.hits == 0 and not prover.memo._rows  # not one of them was run
+        # Under a patch the same SQL is a question of another database: it runs.
+        case = cases[0]
+        hidden = Patch(hide=(RowRef("patients", -999),))
+        prover.run_gold(case.task.gold_sql, case.task.answer_type, decimals_of(case), hidden)
+        assert (hidden, case.task.gold_sql) in prover.memo._rows
