@@ -354,24 +354,30 @@ def _known_in_domain(lookup: SourceLookup, kind: SlotKind) -> frozenset[str]:
 
 def _named_groups(lookup: SourceLookup, source: NameSource, subject: int | None) -> dict[str, str | None]:
     """Recorded name -> its fluid or category (None where the source has no grouping), for one patient
-    or for everyone.
+    or for everyone. The patients the tasks at hand name (``lookup.expected_subjects``) are read
+    together, in one grouped scan, on the first question about any of them.
 
     A name recorded under several groups (a lab label listed in two categories) takes the one most of
     its events carry, ties to the first by name: the choice must not depend on the order DuckDB's
     threads return rows in, or the same source would give different twins."""
     key = ("groups", source.events, source.name, source.where, subject)
     if key not in lookup.memo:
+        together = subject is not None and subject in lookup.expected_subjects
+        patients = sorted(lookup.expected_subjects) if together else [None if subject is None else int(subject)]
         group = source.group or "NULL"
-        where = [c for c in (source.where, f"e.subject_id = {int(subject)}" if subject is not None else "") if c]
+        where = [c for c in (source.where, "e.subject_id IN (SELECT unnest(?))" if subject is not None else "") if c]
         rows = lookup.con.execute(
-            f"SELECT {source.name} AS name, {group} AS grp FROM {source.events}"
+            f"SELECT {'e.subject_id' if subject is not None else 'NULL'} AS sid, {source.name} AS name, "
+            f"{group} AS grp FROM {source.events}"
             + (" WHERE " + " AND ".join(where) if where else "")
-            + " GROUP BY ALL ORDER BY name, count(*) DESC, grp NULLS LAST").fetchall()
-        groups: dict[str, str | None] = {}
-        for n, g in rows:
+            + " GROUP BY ALL ORDER BY name, count(*) DESC, grp NULLS LAST",
+            [patients] if subject is not None else []).fetchall()
+        groups: dict[int | None, dict[str, str | None]] = {p: {} for p in patients}
+        for sid, n, g in rows:
             if n is not None:
-                groups.setdefault(n, g)
-        lookup.memo[key] = groups
+                groups[sid].setdefault(n, g)
+        for p, named in groups.items():
+            lookup.memo[("groups", source.events, source.name, source.where, p)] = named
     return lookup.memo[key]
 
 

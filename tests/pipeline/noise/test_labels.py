@@ -221,6 +221,12 @@ def test_a_name_recorded_under_several_categories_takes_the_one_most_of_its_even
     assert _named_groups(SourceLookup(con), lab, None) == {"Glucose": "Chemistry", "Lactate": "Chemistry"}
     # One patient's own events decide: patient 7's only Glucose is a blood gas.
     assert _named_groups(SourceLookup(con), lab, 7) == {"Glucose": "Blood Gas", "Lactate": "Chemistry"}
+    # The patients the tasks name, read together, get what each one's own reading gets.
+    together = SourceLookup(con)
+    together.expected_subjects = frozenset({7, 8, 9, 10})
+    for subject in (8, 7, 9, 10):
+        assert _named_groups(together, lab, subject) == _named_groups(SourceLookup(con), lab, subject), subject
+    assert _named_groups(together, lab, 9) == {"Glucose": "Chemistry"}
 
 
 SAMPLE_SLOTS = {SlotKind.SUBJECT: "10000032", SlotKind.ADMISSION: "22595853", SlotKind.ICU_STAY: "39553978",
