@@ -732,8 +732,20 @@ class FactReader:
         sql = template.render_sql(slots)
         out: dict[Status, Observed] = {}
         for status, merged in patches.items():
-            out[status] = self.observe(sql, task.answer_type, template, merged, laid=False)
+            out[status] = self.observe(sql, task.answer_type, template, self._without_no_ops(merged), laid=False)
         return out
+
+    def _without_no_ops(self, patch: Patch) -> Patch:
+        """``patch`` less the updates of source rows it leaves exactly as the source has them (a value
+        converted back to the very number and unit recorded): the same database, asked as such, so an
+        answer known for it (the clean task's, or one the proof asked) is not asked again."""
+        rows = sorted({(u.table, u.row_id) for u in patch.update if u.row_id >= 0})
+        same = {(t, r) for t, r in rows
+                if (found := self.source_rows.rows(t, [r], Patch())) and found == self.source_rows.rows(t, [r], patch)}
+        if not same:
+            return patch
+        return Patch(hide=patch.hide, add=patch.add,
+                     update=tuple(u for u in patch.update if (u.table, u.row_id) not in same))
 
     def _converted_back(self, rows: list[tuple[str, int]], patch: Patch) -> tuple[ValueChange, ...] | None:
         """Each row in an unusual unit rewritten in its item's usual unit, or None when a conversion is

@@ -404,6 +404,40 @@ def test_rows_in_an_item_whose_usual_unit_a_patch_moves_are_flagged_as_sql_flags
     assert {"overturned by relabelling", "overturned by copies"} <= moved, moved
 
 
+def test_updates_that_leave_a_row_as_the_source_has_it_are_dropped_and_nothing_else_is(built):
+    """A set-aside patch that converts a value back to the very number and unit recorded asks the
+    source's own database: its no-op updates are dropped (the gold answer is the same with and without
+    them), and a twin's real rewrites never are."""
+    from pipeline.answers import observe
+    from pipeline.patching import patched_statement
+    from pipeline.task_model import Patch, ValueChange
+
+    db, clean, result = built
+    con = duckdb.connect(str(db), read_only=True)
+    reader = FactReader(con, REGISTRY.get)
+    catalog = reader.catalog
+    by_id = {t.task_id: t for t in clean}
+    restored = 0
+    for twin in [t for t in result.twins if t.patch.update][:150]:
+        assert reader._without_no_ops(twin.patch) == twin.patch, twin.task_id
+        # Write every updated cell back as the source has it (its text, as a patch carries values).
+        back = []
+        for u in twin.patch.update:
+            if u.row_id < 0:
+                continue
+            (value,), = con.execute(f'SELECT "{u.column}" FROM "{u.table}" WHERE row_id = {u.row_id}').fetchall()
+            back.append(ValueChange(u.table, u.row_id, u.column, None if value is None else str(value)))
+        merged = Patch(hide=twin.patch.hide, add=twin.patch.add, update=tuple(back))
+        reduced = reader._without_no_ops(merged)
+        clean_task = by_id[twin.clean_task_id]
+        ask = lambda p: observe(clean_task.answer_type, con.execute(  # noqa: E731
+            patched_statement(clean_task.gold_sql, p, catalog)).fetchall())
+        assert ask(reduced) == ask(merged), twin.task_id
+        if not reduced.update and merged.update:
+            restored += 1
+    assert restored >= 20, restored
+
+
 def test_facts_read_with_the_patch_laid_on_demand_are_those_read_with_it_laid_first(built):
     """The reader lays a twin's views only when a statement needs them; for every twin the facts are
     those read with the views laid before anything is asked, whether a statement ran under its patch
