@@ -454,8 +454,9 @@ class RowChecker:
 
     Built from the unpatched source: patients, admissions and stays (ids, owners, times), the
     dictionaries' item ids and every item's usual unit. Valid for a patched database as long as the
-    patch leaves patients, admissions, ICU stays and dictionaries alone and does not unsettle an
-    item's usual unit (``units_settled``); callers fall back to the SQL otherwise.
+    patch leaves dictionaries alone; where it touches patients, admissions or stays, ``under`` gives
+    the checker of the patched database (or None: the SQL decides), and where it could move an item's
+    usual unit (``units_settled``), ``with_usual`` takes the units counted again.
     """
 
     def __init__(self, con):
@@ -499,12 +500,16 @@ class RowChecker:
             for k in touched:
                 left_alone = int(k in base) - sum(r[key] == k for r in before)  # its rows the patch leaves be
                 now = [tuple(r[f] for f in fields) for r in after if r[key] == k]
-                if left_alone + len(now) > 1 and t != "patients":
+                if t == "patients":
+                    overlay[k] = True if left_alone or now else _GONE
+                elif left_alone + len(now) > 1:
                     return None
-                overlay[k] = base[k] if left_alone and isinstance(base, dict) else True if left_alone \
-                    else (now[0] if now else _GONE)
+                elif left_alone:
+                    overlay[k] = base[k]
+                else:
+                    overlay[k] = now[0] if now else _GONE
             if t == "patients":
-                under.patients = _Overlay(base, {k: _GONE if v is _GONE else True for k, v in overlay.items()})
+                under.patients = _Overlay(base, overlay)
             elif t == "admissions":
                 under.admissions = _Overlay(base, overlay)
             else:

@@ -509,8 +509,9 @@ class FactReader:
 
     def _anomalies(self, scope: dict[str, list[int]], patch: Patch) -> list[Anomaly]:
         """The anomalous rows in scope: read from the source's flagged rows where the patch leaves a
-        table (and the admissions and stays its rows are timed against) as they are, else by SQL on
-        the patched table."""
+        table (and the patients, admissions and stays its rows link to) as they are, else by the
+        predicates in Python over the rows as the patch leaves them; by SQL on the patched table where
+        the patch touches a dictionary or an admission or stay id would name two rows."""
         entities_touched = patch.tables & ENTITY_TABLES
         under: list[RowChecker | None] = []  # the checker with those tables patched, made on first need
         out = []
@@ -522,7 +523,7 @@ class FactReader:
                 if links & entities_touched:
                     if not under:
                         under.append(self.checker.under(
-                            {t: self._entity_rows_touched(t, patch) for t in sorted(entities_touched)}))
+                            {t: self._rows_touched(t, patch) for t in sorted(entities_touched)}))
                     checker = under[0]
                 found = None if checker is None or patch.tables & _DICTIONARIES else \
                     self._checked_in_python(table_name, ids, patch, checker)
@@ -547,25 +548,22 @@ class FactReader:
                         for k, rid, detail in self.con.execute(sql).fetchall()]
         return out
 
-    def _entity_rows_touched(self, table_name: str, patch: Patch) -> tuple[list[Row], list[Row]]:
-        """The patient, admission or stay rows ``patch`` touches, as the source has them and as the
-        patch leaves them (what ``RowChecker.under`` reads)."""
-        ids = {r.row_id for group in (patch.hide, patch.update, patch.add) for r in group if r.table == table_name}
+    def _rows_touched(self, table_name: str, patch: Patch) -> tuple[list[Row], list[Row]]:
+        """The rows of ``table_name`` that ``patch`` touches, as the source has them and as the patch
+        leaves them (what ``RowChecker.under`` reads of the patients, admissions and stays)."""
+        ids = _touched(patch, table_name)
         return self.source_rows.rows(table_name, ids, Patch()), self.source_rows.rows(table_name, ids, patch)
 
-    def _checked_in_python(self, table_name: str, ids: list[int], patch: Patch,
-                           checker: RowChecker) -> list[Anomaly] | None:
+    def _checked_in_python(self, table_name: str, ids: list[int], patch: Patch, checker: RowChecker) -> list[Anomaly]:
         """The anomalies of the scope rows, by ``checker`` (the patient, admission and stay tables as
         the patch leaves them) over them and their partners (``PartnerRows``). Where the patch could
         move an item's usual unit, the scope items' usual units are counted again as it leaves them."""
         rows = self.partners.rows(self.con, table_name, ids, patch)
         scope = set(ids)
-        patched_rows = len({(r.table, r.row_id) for group in (patch.hide, patch.add, patch.update) for r in group
-                            if r.table == table_name})
         if table_name in UNIT_OF:
             item = UNIT_OF[table_name][0]
             items = {r[item] for r in rows if r[ROW_ID] in scope}
-            if not checker.units_settled(table_name, items, patched_rows):
+            if not checker.units_settled(table_name, items, len(_touched(patch, table_name))):
                 checker = checker.with_usual(self._usual_units_under(table_name, items, patch))
         return [Anomaly(kind, table_name, int(rid), detail)
                 for kind, rid, detail in checker.anomalies(table_name, rows, scope)]
@@ -575,8 +573,7 @@ class FactReader:
         on the source (read once per item), less the rows the patch touches as the source has them,
         plus those rows as the patch leaves them."""
         item_col, unit_col = UNIT_OF[table_name]
-        ids = {r.row_id for group in (patch.hide, patch.update, patch.add) for r in group if r.table == table_name}
-        before, after = self.source_rows.rows(table_name, ids, Patch()), self.source_rows.rows(table_name, ids, patch)
+        before, after = self._rows_touched(table_name, patch)
         out = {}
         for item in sorted({str(i) for i in items if i is not None}):  # a NULL item has no usual unit
             counts = Counter(self._unit_counts(table_name, item))
@@ -773,6 +770,11 @@ class FactReader:
             if mirror:
                 changes.append(ValueChange(table_name, row_id, mirror, text))
         return tuple(changes)
+
+
+def _touched(patch: Patch, table_name: str) -> set[int]:
+    """The row ids of ``table_name`` that ``patch`` hides, rewrites or adds."""
+    return {r.row_id for group in (patch.hide, patch.update, patch.add) for r in group if r.table == table_name}
 
 
 ENTITY_TABLES = frozenset({"patients", "admissions", "icustays"})

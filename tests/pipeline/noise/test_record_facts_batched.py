@@ -321,7 +321,7 @@ def test_anomalies_of_rows_linked_to_a_patched_patient_admission_or_stay_are_tho
               "inputevents", "procedureevents"]
     flagged, by_python = {}, set()
     for what, patch in patches.items():
-        under = reader.checker.under({t: reader._entity_rows_touched(t, patch)
+        under = reader.checker.under({t: reader._rows_touched(t, patch)
                                       for t in sorted(patch.tables & ENTITY_TABLES)})
         if what == "the admission copied with other times":
             assert under is None  # two rows of one admission: the SQL decides
