@@ -23,7 +23,7 @@ from random import Random
 import duckdb
 
 from pipeline.duckdb_memory import open_read_only
-from pipeline.noise.case import CleanCase, SourceLookup, TemplateLike, read_evidence
+from pipeline.noise.case import CleanAnswers, CleanCase, SourceLookup, TemplateLike, read_evidence
 from pipeline.noise.mix import Cell, Mix, NoiseConfig, targets
 from pipeline.noise.proof import Prover, decimals_of
 from pipeline.noise.record_facts import FactReader
@@ -95,9 +95,9 @@ class _Builder:
         self.con, self.config, self.seed = con, config, seed
         self.lookup = SourceLookup(con)
         memo = RowsMemo()  # a twin's proof and label check ask its gold SQL once between them
-        self.prover = Prover(con, memo)
-        self.reader = FactReader(con, templates, flagged=flagged, memo=memo)
-        self.reader.clean_answers = self.prover.clean_answers  # one table of the clean answers for both
+        self.clean_answers = CleanAnswers()  # filled once the clean tasks are read
+        self.prover = Prover(con, memo, self.clean_answers)
+        self.reader = FactReader(con, templates, flagged=flagged, memo=memo, clean_answers=self.clean_answers)
         self.dropped: Counter = Counter()
         self.examples: dict = {}
         self.proof_ms: list[float] = []
@@ -247,7 +247,7 @@ def build_pairs(db: duckdb.DuckDBPyConnection | str | Path, clean_tasks: Sequenc
         cases = [CleanCase(t, _template(lookup_template, t), evidence[t.task_id],
                            split=split_of_task(t, config.split_shares, seed), seed=seed) for t in clean_tasks]
         say(f"{len(cases)} clean tasks read with their evidence")
-        b.prover.clean_answers.add(cases, decimals_of)
+        b.clean_answers.add(cases, decimals_of)
         patients = frozenset(int(t.subject_id) for t in clean_tasks
                              if t.level is Level.PATIENT and t.subject_id is not None)
         b.reader.expect(patients)

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import duckdb
 
 from pipeline.schema import ROW_ID, table
-from pipeline.task_model import Task
+from pipeline.task_model import Patch, Task
 from pipeline.vocabulary import AnswerType, Intent, Level, SlotKind, Split
 
 
@@ -105,10 +105,10 @@ class CleanAnswers:
             if t.answer is not None:
                 self._answers[(t.gold_sql, AnswerType(t.answer_type), decimals_of(case))] = t.answer
 
-    def get(self, sql: str, answer_type: AnswerType, decimals: int):
-        """The clean answer of ``sql`` read as ``answer_type`` to ``decimals``, or None if no clean task
-        asked it."""
-        return self._answers.get((sql, AnswerType(answer_type), decimals))
+    def get(self, sql: str, answer_type: AnswerType, decimals: int, patch: Patch):
+        """The clean answer of ``sql`` read as ``answer_type`` to ``decimals`` on the database as ``patch``
+        leaves it, or None unless the patch is empty and a clean task asked it."""
+        return self._answers.get((sql, AnswerType(answer_type), decimals)) if patch.is_empty else None
 
 
 def read_evidence(con: duckdb.DuckDBPyConnection, tasks: Sequence[Task]) -> dict[str, dict[str, list[dict]]]:

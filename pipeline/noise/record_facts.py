@@ -198,10 +198,10 @@ class FactReader:
     """
 
     def __init__(self, con: duckdb.DuckDBPyConnection, templates, *, flagged: Flagged | None = None,
-                 memo: RowsMemo | None = None):
+                 memo: RowsMemo | None = None, clean_answers: CleanAnswers | None = None):
         self.con = con
         self.memo = memo or RowsMemo()
-        self.clean_answers = CleanAnswers()
+        self.clean_answers = clean_answers or CleanAnswers()
         self.reads = ReadColumns(con)
         self.templates = templates  # template id -> template
         self.catalog = con.execute("SELECT current_database()").fetchone()[0]
@@ -481,10 +481,9 @@ class FactReader:
         """``sql``'s answer on the database as ``patch`` leaves it: read through the patch's views, laid
         already, or (``laid=False``) with the patch carried in the statement."""
         decimals = int(getattr(template, "decimals", 2))
-        if patch.is_empty:
-            known = self.clean_answers.get(sql, answer_type, decimals)
-            if known is not None:
-                return Observed(known)
+        known = self.clean_answers.get(sql, answer_type, decimals, patch)
+        if known is not None:
+            return Observed(known)
         rows = self.memo.rows(patch, sql, lambda: self.con.execute(
             sql if laid else patched_statement(sql, patch, self.catalog)).fetchall())
         return observe(answer_type, rows, decimals=decimals)
@@ -513,18 +512,15 @@ class FactReader:
         predicates in Python over the rows as the patch leaves them; by SQL on the patched table where
         the patch touches a dictionary or an admission or stay id would name two rows."""
         entities_touched = patch.tables & ENTITY_TABLES
-        under: list[RowChecker | None] = []  # the checker with those tables patched, made on first need
+        # The checker of the patched patients, admissions and stays (None: the SQL decides).
+        under = self.checker.under({t: self._rows_touched(t, patch) for t in sorted(entities_touched)}) \
+            if entities_touched else self.checker
         out = []
         for table_name, ids in sorted(scope.items()):
             scope_sql = f"SELECT unnest([{', '.join(map(str, ids))}])"
             links = set(TABLES_BY_NAME[table_name].links.values()) - {table_name}
             if table_name in patch.tables or links & entities_touched:
-                checker = self.checker
-                if links & entities_touched:
-                    if not under:
-                        under.append(self.checker.under(
-                            {t: self._rows_touched(t, patch) for t in sorted(entities_touched)}))
-                    checker = under[0]
+                checker = under if links & entities_touched else self.checker
                 found = None if checker is None or patch.tables & _DICTIONARIES else \
                     self._checked_in_python(table_name, ids, patch, checker)
                 if found is not None:
