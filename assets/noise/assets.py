@@ -12,6 +12,7 @@ from assets.metadata import code_version, distribution, task_table_metadata
 from assets.noise import checks
 from assets.noise.checks import NoiseCheck
 from assets.resources import ProjectPaths
+from pipeline.background import BackgroundCall
 from pipeline.noise import NoiseConfig, build_pairs
 from pipeline.noise.report import drops_markdown, excluded_markdown, noise_summary, pairs_markdown, \
     skipped_markdown, summary_path, write_summary
@@ -128,8 +129,9 @@ def noise_pairs(context: dg.AssetExecutionContext, config: NoisePairsConfig,
     result = build_pairs(paths.source_db, clean, config.noise_config(), seed=config.seed, levels=[level],
                          progress=reporter(context.log.info), flagged=flagged)
     summary = noise_summary(result, level)
-    summary["difficulty"] = reference_difficulty(paths, clean, result.twins, fingerprint, config.seed)
-    write_summary(summary, summary_path(paths.noise_dir, level))
+    # The reference agents' SQL runs in the sandbox's own process: they play while this step checks.
+    difficulty = BackgroundCall(reference_difficulty, paths, clean, result.twins, fingerprint, config.seed,
+                                name=f"reference-agents-{level.value}")
     path = twins_path(paths.noise_dir, level)
     pending = pending_path(path)
     write_twins(result.twins, pending)
@@ -137,7 +139,7 @@ def noise_pairs(context: dg.AssetExecutionContext, config: NoisePairsConfig,
     twins = tasks_from_arrow(written)
     types = [t for t in NoiseType if NOISE_LEVEL_OF[t] is level]
     clean_table = read_task_files(clean_task_files(paths.clean_tasks_dir))
-    check_results = gate(context, [
+    results = [
         checks.twins_proven(twins),
         checks.every_type_built(types, result.mix.by("noise_type")),
         checks.mix_within_tolerance(result.mix, types, config.tolerance),
@@ -146,7 +148,10 @@ def noise_pairs(context: dg.AssetExecutionContext, config: NoisePairsConfig,
                                 result.label_decisions),
         checks.value_noise_realistic(summary, level),
         *checks.noise_contracts(written, clean_table, fingerprint),
-    ], pending)
+    ]
+    summary["difficulty"] = difficulty.result()
+    write_summary(summary, summary_path(paths.noise_dir, level))
+    check_results = gate(context, results, pending)
     promote(pending, path)
     return dg.MaterializeResult(
         metadata={

@@ -9,6 +9,7 @@ from assets.metadata import ROW_COUNT, code_version, distribution
 from assets.resources import ProjectPaths
 from assets.source.checks import SOURCE_TABLES_CHECK, source_tables_contract
 from assets.stale_outputs import remove_outputs_of_other_sources
+from pipeline.background import BackgroundCall
 from pipeline.duckdb_memory import open_read_only
 from pipeline.source_audit import audit_chart, audit_source, write_audit
 from pipeline.source_db import read_source_info, row_counts
@@ -37,12 +38,19 @@ def build_source(config: SourceConfig, target: Path, log) -> None:
 
         generate_synthetic(target, patients=config.patients, seed=config.seed, progress=log)
     else:
+        from pipeline.contracts import runner
         from pipeline.loader import load_mimic
 
         if not config.mimic_dirs:
             raise dg.Failure("source kind 'mimic_iv' needs mimic_dirs: the PhysioNet-layout folder(s) to load")
-        load_mimic([Path(d) for d in config.mimic_dirs], target, allow_missing=config.allow_missing,
-                   strict=config.strict, progress=log)
+        # The load runs in DuckDB, outside the interpreter: the contract check's import happens meanwhile.
+        # (Not beside the synthetic generator, which is Python and would only take turns with it.)
+        contracts_ready = BackgroundCall(runner.prepare, name="great-expectations-import")
+        try:
+            load_mimic([Path(d) for d in config.mimic_dirs], target, allow_missing=config.allow_missing,
+                       strict=config.strict, progress=log)
+        finally:
+            contracts_ready.wait()  # a failed import is raised again by the check that needs it
 
 
 def _fingerprint(db: Path) -> str | None:

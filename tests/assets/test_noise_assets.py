@@ -1,5 +1,6 @@
 """The noise group materializes on the real demo: one Parquet file of proven twins per noise level."""
 
+import json
 import shutil
 
 import dagster as dg
@@ -9,6 +10,7 @@ from assets.noise import ASSETS, CHECKS
 from assets.noise.assets import noise_pairs
 from assets.noise.checks import NoiseCheck
 from assets.resources import ProjectPaths
+from pipeline.noise.report import summary_path
 from pipeline.noise.task_files import read_twins, twins_path
 from pipeline.templates import extract_clean_tasks
 from pipeline.templates.summary import write_clean_tasks
@@ -82,9 +84,18 @@ def test_the_blocking_label_check_takes_the_builders_decision_for_each_twin_writ
     assert 0 < check.metadata["reused_decisions_read_again"].value < len(twins) + len(named)
 
 
-def test_the_metadata_shows_counts_drops_and_pairs_side_by_side(runs):
+def test_the_metadata_shows_counts_drops_and_pairs_side_by_side(demo_paths, runs):
     (mat,) = runs[NoiseLevel.VALUE].asset_materializations_for_node(AssetName.NOISE_PAIRS.value)
     md = mat.metadata
+    # The reference agents play beside the checks; what they scored reaches the metadata and the summary
+    # the release reads.
+    summary = json.loads(summary_path(demo_paths.noise_dir, NoiseLevel.VALUE).read_text())
+    played = sorted((r.data["agent"], r.data["noise_type"], r.data["mechanism"], r.data["twins"])
+                    for r in md["reference_agents"].records)
+    assert played == sorted((agent, c["noise_type"], c["mechanism"], c["twins"])
+                            for agent, cells in summary["difficulty"]["agents"].items() for c in cells)
+    assert {agent for agent, *_ in played} == {"naive", "checking"}
+    assert sum(n for agent, *_, n in played if agent == "naive") == summary["difficulty"]["twins_played"] > 0
     assert md["dagster/row_count"].value == TARGET // 3
     mix = {r.data["noise_type"]: r.data for r in md["noise_mix"].records}
     assert set(mix) == {"implausible_value", "unit_mismatch"}
