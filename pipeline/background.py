@@ -4,10 +4,12 @@ A step that runs DuckDB queries, or waits on another process (the SQL sandbox's 
 interpreter free most of the time; the caller can go on with work of its own meanwhile. Only work
 like that gains: two pure-Python calls share one interpreter lock.
 
-A daemon thread, not an executor: the executor's threads are joined when the interpreter exits, so
-a step stopped by Ctrl-C or SIGTERM would first wait for the call to end. The caller waits for the
-result on its normal path and never forks while the call runs (``robustgym build`` forks its workers
-between steps, when no call is running).
+Used as a context manager, so that no call outlives its block by accident: the block waits for the
+call on its way out, whether it ended normally or with an ordinary exception, because the process
+may go on and fork (``robustgym build`` forks its workers between steps, and a fork copies the locks
+a running call holds, DuckDB's included, into the child). An interrupt (Ctrl-C, SIGTERM as
+``KeyboardInterrupt``) leaves at once: the thread is a daemon, and the process is stopping. Not an
+executor for the same reason: its threads are joined when the interpreter exits.
 """
 
 import threading
@@ -16,16 +18,15 @@ from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
-_PENDING = object()
-
 
 class BackgroundCall(Generic[T]):
     """``fn(*args)`` started at once on a daemon thread; ``result()`` waits for it and returns its value
-    or raises its exception."""
+    or raises its exception. ``with BackgroundCall(...) as call:`` waits for it at the end of the block
+    (see the module's docstring)."""
 
     def __init__(self, fn: Callable[..., T], *args, name: str):
         self._fn, self._args = fn, args
-        self._value: object = _PENDING
+        self._value: T | None = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
@@ -42,6 +43,9 @@ class BackgroundCall(Generic[T]):
             raise self._error
         return self._value  # type: ignore[return-value]
 
-    def wait(self) -> None:
-        """Wait for the call to end, whatever it gives (a caller that will not read the result)."""
-        self._thread.join()
+    def __enter__(self) -> "BackgroundCall[T]":
+        return self
+
+    def __exit__(self, exc_type, exc, traceback) -> None:
+        if exc_type is None or issubclass(exc_type, Exception):
+            self._thread.join()

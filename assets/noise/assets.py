@@ -129,27 +129,27 @@ def noise_pairs(context: dg.AssetExecutionContext, config: NoisePairsConfig,
     result = build_pairs(paths.source_db, clean, config.noise_config(), seed=config.seed, levels=[level],
                          progress=reporter(context.log.info), flagged=flagged)
     summary = noise_summary(result, level)
-    # The reference agents' SQL runs in the sandbox's own process: they play while this step checks.
-    difficulty = BackgroundCall(reference_difficulty, paths, clean, result.twins, fingerprint, config.seed,
-                                name=f"reference-agents-{level.value}")
     path = twins_path(paths.noise_dir, level)
     pending = pending_path(path)
-    write_twins(result.twins, pending)
-    written = read_tasks(pending)  # the checks read this level's twins as written
-    twins = tasks_from_arrow(written)
-    types = [t for t in NoiseType if NOISE_LEVEL_OF[t] is level]
-    clean_table = read_task_files(clean_task_files(paths.clean_tasks_dir))
-    results = [
-        checks.twins_proven(twins),
-        checks.every_type_built(types, result.mix.by("noise_type")),
-        checks.mix_within_tolerance(result.mix, types, config.tolerance),
-        checks.twins_recheck(paths.source_db, twins, {t.task_id: t for t in clean}),
-        checks.labels_decidable(paths.source_db, twins, {t.task_id: t for t in clean}, flagged,
-                                result.label_decisions),
-        checks.value_noise_realistic(summary, level),
-        *checks.noise_contracts(written, clean_table, fingerprint),
-    ]
-    summary["difficulty"] = difficulty.result()
+    # The reference agents' SQL runs in the sandbox's own process: they play while this step checks.
+    with BackgroundCall(reference_difficulty, paths, clean, result.twins, fingerprint, config.seed,
+                        name=f"reference-agents-{level.value}") as difficulty:
+        write_twins(result.twins, pending)
+        written = read_tasks(pending)  # the checks read this level's twins as written
+        twins = tasks_from_arrow(written)
+        types = [t for t in NoiseType if NOISE_LEVEL_OF[t] is level]
+        clean_table = read_task_files(clean_task_files(paths.clean_tasks_dir))
+        results = [
+            checks.twins_proven(twins),
+            checks.every_type_built(types, result.mix.by("noise_type")),
+            checks.mix_within_tolerance(result.mix, types, config.tolerance),
+            checks.twins_recheck(paths.source_db, twins, {t.task_id: t for t in clean}),
+            checks.labels_decidable(paths.source_db, twins, {t.task_id: t for t in clean}, flagged,
+                                    result.label_decisions),
+            checks.value_noise_realistic(summary, level),
+            *checks.noise_contracts(written, clean_table, fingerprint),
+        ]
+        summary["difficulty"] = difficulty.result()
     write_summary(summary, summary_path(paths.noise_dir, level))
     check_results = gate(context, results, pending)
     promote(pending, path)

@@ -43,14 +43,12 @@ def build_source(config: SourceConfig, target: Path, log) -> None:
 
         if not config.mimic_dirs:
             raise dg.Failure("source kind 'mimic_iv' needs mimic_dirs: the PhysioNet-layout folder(s) to load")
-        # The load runs in DuckDB, outside the interpreter: the contract check's import happens meanwhile.
-        # (Not beside the synthetic generator, which is Python and would only take turns with it.)
-        contracts_ready = BackgroundCall(runner.prepare, name="great-expectations-import")
-        try:
+        # The load runs in DuckDB, outside the interpreter: the contract check's import happens meanwhile
+        # (not beside the synthetic generator, which is Python and would only take turns with it). A
+        # failed import is raised again by the check that needs it.
+        with BackgroundCall(runner.prepare, name="great-expectations-import"):
             load_mimic([Path(d) for d in config.mimic_dirs], target, allow_missing=config.allow_missing,
                        strict=config.strict, progress=log)
-        finally:
-            contracts_ready.wait()  # a failed import is raised again by the check that needs it
 
 
 def _fingerprint(db: Path) -> str | None:

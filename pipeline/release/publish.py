@@ -21,6 +21,7 @@ import secrets
 import shutil
 import socket
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -270,26 +271,25 @@ def build_release(tasks: Iterable[Task], *, source_db: Path, version: str | None
         files = {task_file(s): {"sha256": sha256_file(tmp / task_file(s)), "rows": written[s].num_rows}
                  for s in by_split}
         version = version or content_version(files)
-        digesting = None
         if ship:
             say(f"copying the base database ({source_db.stat().st_size / 1e6:.1f} MB)")
             shutil.copyfile(source_db, tmp / BASE_DATABASE)
-            # DuckDB files differ in bytes between identical builds: the content digest is what a
-            # reproduction compares (pipeline/release/base_database.py). DuckDB computes it while the
-            # contracts (Python) run.
-            digesting = BackgroundCall(content_digest, tmp / BASE_DATABASE, name="base-database-digest")
-        say("validating the written files against the data contracts")
-        union = pa.concat_tables(list(written.values()))
-        results = [*check_task_set(union, source_fingerprint=info.fingerprint, intents=intents,
-                                   noise_shares=noise_shares),
-                   check_release_splits(written, split_shares=shares, real_subjects=subjects)]
-        if any(not r.passed for r in results):
-            raise ContractViolation(results, f"release {version}")
-
-        digest = None
-        if digesting is not None:
-            files[BASE_DATABASE] = {"sha256": sha256_file(tmp / BASE_DATABASE), "rows": None}
-            digest = digesting.result()
+        # DuckDB files differ in bytes between identical builds: the content digest is what a
+        # reproduction compares (pipeline/release/base_database.py). DuckDB computes it while the
+        # contracts (Python) run.
+        with BackgroundCall(content_digest, tmp / BASE_DATABASE, name="base-database-digest") if ship \
+                else nullcontext() as digesting:
+            say("validating the written files against the data contracts")
+            union = pa.concat_tables(list(written.values()))
+            results = [*check_task_set(union, source_fingerprint=info.fingerprint, intents=intents,
+                                       noise_shares=noise_shares),
+                       check_release_splits(written, split_shares=shares, real_subjects=subjects)]
+            if any(not r.passed for r in results):
+                raise ContractViolation(results, f"release {version}")
+            digest = None
+            if digesting is not None:
+                files[BASE_DATABASE] = {"sha256": sha256_file(tmp / BASE_DATABASE), "rows": None}
+                digest = digesting.result()
 
         counts = count_tasks(written)
         manifest = {

@@ -1,4 +1,5 @@
-"""A background call runs beside its caller and hands back its value or its exception."""
+"""A background call runs beside its caller, hands back its value or its exception, and does not
+outlive its block unless the block was interrupted."""
 
 import threading
 
@@ -15,27 +16,48 @@ def test_the_call_runs_while_the_caller_goes_on_and_its_value_is_handed_back():
         assert caller_went_on.wait(timeout=10), "the call did not run beside its caller"
         return "value"
 
-    call = BackgroundCall(waits_for_the_caller, name="test-call")
-    caller_went_on.set()
-    assert call.result() == "value"
+    with BackgroundCall(waits_for_the_caller, name="test-call") as call:
+        caller_went_on.set()
+        assert call.result() == "value"
 
 
-def test_the_calls_exception_is_raised_by_result_and_not_by_wait():
+def test_the_calls_exception_is_raised_by_result_not_by_the_block():
     def fails(what: str) -> None:
         raise LookupError(what)
 
-    call = BackgroundCall(fails, "not found", name="test-call")
-    call.wait()
+    with BackgroundCall(fails, "not found", name="test-call") as call:
+        pass
     with pytest.raises(LookupError, match="not found"):
         call.result()
 
 
-def test_the_thread_is_a_daemon_so_an_interrupted_caller_does_not_wait_for_it():
-    release = threading.Event()
-    call = BackgroundCall(release.wait, 10, name="test-daemon")
+def _slow_call(release: threading.Event, ended: list) -> BackgroundCall:
+    def waits() -> None:
+        release.wait(timeout=10)
+        ended.append(True)
+
+    return BackgroundCall(waits, name="test-slow")
+
+
+def test_a_block_that_fails_waits_for_its_call_before_the_failure_goes_on():
+    # The process may go on, and fork, after an ordinary failure: no call may still be running then.
+    release, ended = threading.Event(), []
+    with pytest.raises(ValueError):
+        with _slow_call(release, ended):
+            threading.Timer(0.2, release.set).start()
+            raise ValueError("the step failed")
+    assert ended == [True]
+
+
+def test_an_interrupted_block_leaves_at_once_on_a_daemon_thread():
+    release, ended = threading.Event(), []
+    with pytest.raises(KeyboardInterrupt):
+        with _slow_call(release, ended) as call:
+            raise KeyboardInterrupt
     try:
-        (thread,) = [t for t in threading.enumerate() if t.name == "test-daemon"]
+        assert ended == []
+        (thread,) = [t for t in threading.enumerate() if t.name == "test-slow"]
         assert thread.daemon
     finally:
         release.set()
-        call.wait()
+        call.result()
