@@ -25,7 +25,7 @@ import duckdb
 from pipeline.duckdb_memory import open_read_only
 from pipeline.noise.case import CleanAnswers, CleanCase, SourceLookup, TemplateLike, read_evidence
 from pipeline.noise.mix import Cell, Mix, NoiseConfig, targets
-from pipeline.noise.proof import Prover, decimals_of
+from pipeline.noise.proof import Prover
 from pipeline.noise.record_facts import FactReader
 from pipeline.noise.registry import Draft, DropReason, Injector, injectors
 from pipeline.noise.status_rules import decide, disagreement
@@ -247,7 +247,7 @@ def build_pairs(db: duckdb.DuckDBPyConnection | str | Path, clean_tasks: Sequenc
         cases = [CleanCase(t, _template(lookup_template, t), evidence[t.task_id],
                            split=split_of_task(t, config.split_shares, seed), seed=seed) for t in clean_tasks]
         say(f"{len(cases)} clean tasks read with their evidence")
-        b.clean_answers.add(cases, decimals_of)
+        b.clean_answers.add(cases)
         patients = frozenset(int(t.subject_id) for t in clean_tasks
                              if t.level is Level.PATIENT and t.subject_id is not None)
         b.reader.expect(patients)

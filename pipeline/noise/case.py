@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import duckdb
 
+from pipeline.answers import DEFAULT_DECIMALS
 from pipeline.schema import ROW_ID, table
 from pipeline.task_model import Patch, Task
 from pipeline.vocabulary import AnswerType, Intent, Level, SlotKind, Split
@@ -83,6 +84,11 @@ class CleanCase:
         return [name for name, kind in self.slot_kinds.items() if kind in kinds and name in self.slots]
 
     @property
+    def decimals(self) -> int:
+        """The decimals its answers are read to (the template's, else the default)."""
+        return int(getattr(self.template, "decimals", DEFAULT_DECIMALS))
+
+    @property
     def evidence_size(self) -> int:
         return sum(len(rows) for rows in self.evidence.values())
 
@@ -99,11 +105,11 @@ class CleanAnswers:
     def __init__(self) -> None:
         self._answers: dict[tuple[str, AnswerType, int], Any] = {}
 
-    def add(self, cases: Sequence["CleanCase"], decimals_of) -> None:
+    def add(self, cases: Sequence[CleanCase]) -> None:
         for case in cases:
             t = case.task
             if t.answer is not None:
-                self._answers[(t.gold_sql, AnswerType(t.answer_type), decimals_of(case))] = t.answer
+                self._answers[(t.gold_sql, AnswerType(t.answer_type), case.decimals)] = t.answer
 
     def get(self, sql: str, answer_type: AnswerType, decimals: int, patch: Patch):
         """The clean answer of ``sql`` read as ``answer_type`` to ``decimals`` on the database as ``patch``

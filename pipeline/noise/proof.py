@@ -17,7 +17,7 @@ from typing import Any
 
 import duckdb
 
-from pipeline.answers import DEFAULT_DECIMALS, Observed, answer_text, answers_match, observe
+from pipeline.answers import Observed, answer_text, answers_match, observe
 from pipeline.noise.case import CleanAnswers, CleanCase, sql_text
 from pipeline.noise.name_counts import NameCounts
 from pipeline.noise.registry import Draft, DropReason, Effect, PremiseFact
@@ -36,10 +36,6 @@ class Verdict:
     effect: Effect | None
     dropped: DropReason | None = None
     why: str = ""
-
-
-def decimals_of(case: CleanCase) -> int:
-    return int(getattr(case.template, "decimals", DEFAULT_DECIMALS))
 
 
 def literal(value: Any) -> str:
@@ -103,7 +99,7 @@ class Prover:
     def answer_under(self, case: CleanCase, patch: Patch) -> Observed:
         """What the clean task's gold SQL gives on the database as ``patch`` leaves it."""
         t = case.task
-        return self.run_gold(t.gold_sql, t.answer_type, decimals_of(case), patch)
+        return self.run_gold(t.gold_sql, t.answer_type, case.decimals, patch)
 
     @staticmethod
     def same_answer(case: CleanCase, answer: AnswerValue | None) -> bool:
@@ -122,7 +118,7 @@ class Prover:
         if self.reads.unread_by((t.template_id, "gold_sql"), t.gold_sql, draft.patch):
             return Verdict(None, None, DropReason.ANSWER_UNCHANGED, "the patch rewrites no column the gold SQL reads")
         try:
-            observed = self.run_gold(t.gold_sql, t.answer_type, decimals_of(case), draft.patch)
+            observed = self.run_gold(t.gold_sql, t.answer_type, case.decimals, draft.patch)
         except duckdb.Error as exc:
             return Verdict(None, None, DropReason.GOLD_SQL_FAILED, str(exc).splitlines()[0])
         if self.same_answer(case, observed.answer):
@@ -158,7 +154,7 @@ class Prover:
         if gold_sql is None:
             return Verdict(Proof(check.value, True, "; ".join(seen)), Effect(t.answer, None, None))
         try:
-            observed = self.run_gold(gold_sql, t.answer_type, decimals_of(case))
+            observed = self.run_gold(gold_sql, t.answer_type, case.decimals)
         except duckdb.Error as exc:
             return Verdict(None, None, DropReason.GOLD_SQL_FAILED, str(exc).splitlines()[0])
         detail = "; ".join(seen) + f"; the re-rendered gold SQL gives {_text(observed, t.answer_type)}"
@@ -176,7 +172,7 @@ class Prover:
         t = case.task
         found: list[AnswerValue] = []
         for sql in fact.answers:
-            answer = self.run_gold(sql, t.answer_type, decimals_of(case)).answer
+            answer = self.run_gold(sql, t.answer_type, case.decimals).answer
             if answer is not None and not any(
                     answers_match(t.answer_type, a, answer, tolerance=t.tolerance, unit=t.unit) for a in found):
                 found.append(answer)

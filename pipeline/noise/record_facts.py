@@ -732,9 +732,15 @@ class FactReader:
         """``patch`` less the updates of source rows it leaves exactly as the source has them (a value
         converted back to the very number and unit recorded): the same database, asked as such, so an
         answer known for it (the clean task's, or one the proof asked) is not asked again."""
-        rows = sorted({(u.table, u.row_id) for u in patch.update if u.row_id >= 0})
-        same = {(t, r) for t, r in rows
-                if (found := self.source_rows.rows(t, [r], Patch())) and found == self.source_rows.rows(t, [r], patch)}
+        updated: dict[str, set[int]] = {}
+        for u in patch.update:
+            if u.row_id >= 0:
+                updated.setdefault(u.table, set()).add(u.row_id)
+        same = set()
+        for t, ids in updated.items():
+            before = {r[ROW_ID]: r for r in self.source_rows.rows(t, ids, Patch())}
+            after = {r[ROW_ID]: r for r in self.source_rows.rows(t, ids, patch)}
+            same |= {(t, i) for i, row in before.items() if after.get(i) == row}
         if not same:
             return patch
         return Patch(hide=patch.hide, add=patch.add,

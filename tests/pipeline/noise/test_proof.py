@@ -105,20 +105,19 @@ def test_the_clean_answers_a_proof_reads_are_what_each_clean_gold_sql_gives(sour
     name's first reading, say) reads the clean answer instead of running it: that answer must be what
     the SQL gives, for every clean task, and a patched question must still be run."""
     from pipeline.answers import observe
-    from pipeline.noise.proof import decimals_of
 
     db, clean, _ = request.getfixturevalue(source)
     with duckdb.connect(str(db), read_only=True) as con:
         prover = Prover(con)
         cases = [CleanCase(t, REGISTRY.get(t.template_id)) for t in clean]
-        prover.clean_answers.add(cases, decimals_of)
+        prover.clean_answers.add(cases)
         for case in cases:
             t = case.task
-            ran = observe(t.answer_type, con.execute(t.gold_sql).fetchall(), decimals=decimals_of(case))
-            assert prover.run_gold(t.gold_sql, t.answer_type, decimals_of(case)) == ran, t.task_id
+            ran = observe(t.answer_type, con.execute(t.gold_sql).fetchall(), decimals=case.decimals)
+            assert prover.run_gold(t.gold_sql, t.answer_type, case.decimals) == ran, t.task_id
         assert prover.memo.hits == 0 and not prover.memo._rows  # not one of them was run
         # Under a patch the same SQL is a question of another database: it runs.
         case = cases[0]
         hidden = Patch(hide=(RowRef("patients", -999),))
-        prover.run_gold(case.task.gold_sql, case.task.answer_type, decimals_of(case), hidden)
+        prover.run_gold(case.task.gold_sql, case.task.answer_type, case.decimals, hidden)
         assert (hidden, case.task.gold_sql) in prover.memo._rows
