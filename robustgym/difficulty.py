@@ -13,13 +13,18 @@ tasks in.
 
 import hashlib
 from collections.abc import Sequence
+from contextlib import ExitStack
 from pathlib import Path
 
+from pipeline.background import BackgroundCall
 from pipeline.task_model import Task
 from pipeline.vocabulary import NoiseType, Split, Variant
 
 REFERENCE_AGENTS = ("naive", "checking")
 PER_CELL = 20  # twins per noise type and mechanism: enough to tell easy from hard, cheap enough to run on every build
+# An agent's sample is played in this many parts at once, each in an environment (a SQL sandbox process,
+# held to its own memory limit) of its own: one sandbox answers one statement at a time.
+SHARES_PER_AGENT = 2
 
 
 def mechanism_of(twin: Task) -> str:
@@ -46,11 +51,18 @@ def _sample(twins: Sequence[Task], per_cell: int, seed: int) -> list[Task]:
 
 
 def score_difficulty(tasks: Sequence[Task], base_database: Path | str, fingerprint: str, *,
-                     agents: Sequence[str] = REFERENCE_AGENTS, per_cell: int = PER_CELL, seed: int = 0) -> dict:
-    """{"sample_per_cell", "agents": {agent: [{"noise_type", "mechanism", "twins", "correct", "success"}]}}."""
+                     agents: Sequence[str] = REFERENCE_AGENTS, per_cell: int = PER_CELL, seed: int = 0,
+                     shares: int = SHARES_PER_AGENT) -> dict:
+    """{"sample_per_cell", "agents": {agent: [{"noise_type", "mechanism", "twins", "correct", "success"}]}}.
+
+    Each agent's sample is played in ``shares`` parts at once, each in a sandbox of its own (the agents
+    one after the other); an episode sees only its own task, so the rewards are those of one sandbox
+    playing them all."""
     from robustgym.agents import make_agent
     from robustgym.runner import run_agent
 
+    if shares < 1:
+        raise ValueError(f"shares must be at least 1, got {shares}")
     twins = [t for t in tasks if t.variant is Variant.NOISE]
     sample = _sample(twins, per_cell, seed)
     out: dict = {"sample_per_cell": per_cell, "twins_played": len(sample), "agents": {}}
@@ -58,9 +70,17 @@ def score_difficulty(tasks: Sequence[Task], base_database: Path | str, fingerpri
         return out
     clean_ids = {t.clean_task_id for t in sample}
     release = in_memory_release([t for t in tasks if t.task_id in clean_ids] + sample, base_database, fingerprint)
+    ids = [t.task_id for t in sample]
+    parts = [ids[i::shares] for i in range(shares) if ids[i::shares]]
+
+    def play(name: str, part: list[str]) -> dict[str, float | None]:
+        return {t.task_id: t.reward for t in run_agent(release, make_agent(name), task_ids=part, seed=seed)}
+
     for name in agents:
-        played = run_agent(release, make_agent(name), task_ids=[t.task_id for t in sample], seed=seed)
-        reward = {t.task_id: t.reward for t in played}
+        with ExitStack() as calls:
+            playing = [calls.enter_context(BackgroundCall(play, name, part, name=f"{name}-agent-{i}"))
+                       for i, part in enumerate(parts)]
+            reward = {task_id: r for call in playing for task_id, r in call.result().items()}
         right: dict[tuple[str, str], list[int]] = {}
         for twin in sample:
             cell = (twin.noise_type.value, mechanism_of(twin))
