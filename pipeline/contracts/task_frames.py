@@ -47,11 +47,15 @@ def canonical_type(t: pa.DataType) -> str:
     nested fields); nested types keep their field names and types."""
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return "string"
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t):
+    if _is_list(t):
         return f"list<{canonical_type(t.value_type)}>"
     if pa.types.is_struct(t):
         return "struct<" + ", ".join(f"{f.name}: {canonical_type(f.type)}" for f in t) + ">"
     return str(t)
+
+
+def _is_list(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t)
 
 
 def expected_task_columns() -> list[tuple[str, str]]:
@@ -178,15 +182,23 @@ def tasks_frame(table) -> pa.Table:
     table = as_arrow(table)
     names = set(table.column_names)
     out = {c: table.column(c) for c in FLAT_COLUMNS if c in names}
-    rows = table.to_pylist()
-    for column, (needs, rule) in _PROBLEMS.items():
-        if set(needs) <= names:
-            out[column] = pa.array([rule(r) for r in rows], pa.string())
-    if "accepted_outcomes" in names:
-        out["n_accepted_outcomes"] = pa.array([len(r["accepted_outcomes"] or []) for r in rows], pa.int64())
-    if "evidence" in names:
-        out["n_evidence"] = pa.array([len(r["evidence"] or []) for r in rows], pa.int64())
+    rules = {column: rule for column, (needs, rule) in _PROBLEMS.items() if set(needs) <= names}
+    # Only the columns the rules read become Python objects (not the evidence lists, the questions, ...).
+    read = sorted({c for column in rules for c in _PROBLEMS[column][0]})
+    rows = table.select(read).to_pylist() if read else []
+    for column, rule in rules.items():
+        out[column] = pa.array([rule(r) for r in rows], pa.string())
+    for column in ("accepted_outcomes", "evidence"):
+        if column in names and _is_list(table.schema.field(column).type):  # else left out: see the module
+            out[f"n_{column}"] = _lengths(table.column(column))
     return pa.table(out) if out else pa.table({"_empty": pa.array([None] * table.num_rows, pa.null())})
+
+
+def _lengths(column: pa.ChunkedArray) -> pa.Array:
+    """Items per list, a missing list counted as none."""
+    import pyarrow.compute as pc
+
+    return pc.fill_null(pc.list_value_length(column), 0).cast(pa.int64())
 
 
 # --------------------------------------------------------------------------------- aggregates

@@ -167,3 +167,16 @@ def test_split_by_variant_sends_unknown_variants_to_the_twins_contract(table):
     clean, twins = split_by_variant(pa.Table.from_pylist(rows, schema=arrow_schema()))
     assert clean.num_rows + twins.num_rows == table.num_rows
     assert "dirty" in twins.column("variant").to_pylist()
+
+
+def test_list_lengths_count_a_missing_list_as_none_and_a_mistyped_column_is_left_out(table):
+    from pipeline.contracts.task_frames import tasks_frame
+
+    evidence = table.schema.get_field_index("evidence")
+    nulled = table.set_column(evidence, "evidence", pa.nulls(table.num_rows, table.schema.field("evidence").type))
+    assert set(tasks_frame(nulled).column("n_evidence").to_pylist()) == {0}
+    counted = tasks_frame(table).column("n_evidence").to_pylist()
+    assert counted == [len(e or []) for e in table.column("evidence").to_pylist()] and max(counted) > 1
+    as_text = table.set_column(evidence, "evidence", pa.array(["[]"] * table.num_rows))
+    frame = tasks_frame(as_text)  # a schema break is the columns frame's to report, not a crash
+    assert "n_evidence" not in frame.column_names and "n_accepted_outcomes" in frame.column_names
