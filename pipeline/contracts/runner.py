@@ -11,6 +11,7 @@ import json
 import math
 from collections.abc import Mapping
 
+from pipeline.contracts.expectation_memo import configurations_built_once
 from pipeline.contracts.results import MAX_EXAMPLES, ContractResult, ExpectationResult, Severity
 from pipeline.contracts.suites import check_suite, load_suite
 
@@ -158,8 +159,9 @@ def _run_suite(name: str, entries: list[tuple[int, dict]], df, result_format: di
     configs = [{"type": exp["type"], "kwargs": exp["kwargs"], "meta": {**exp["meta"], "position": position},
                 "severity": exp["meta"]["severity"]} for position, exp in entries]
     batch = _batch_definition().get_batch(batch_parameters={"dataframe": df})
-    run = batch.validate(ExpectationSuite(name=name, expectations=configs), result_format=result_format,
-                         expectation_parameters=dict(parameters))
+    with configurations_built_once():
+        run = batch.validate(ExpectationSuite(name=name, expectations=configs), result_format=result_format,
+                             expectation_parameters=dict(parameters))
     out = {}
     for r in run.results:
         d = r.to_json_dict()

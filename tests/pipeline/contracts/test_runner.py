@@ -55,3 +55,54 @@ def test_screening_gives_the_results_a_complete_run_gives_with_failures_evidence
     assert observed.success and observed.observed == "4"
     assert not missing.success and missing.examples == ({"missing": "z"},)
     assert not gone.success and "gone" in gone.error
+
+
+def _counted_builds(monkeypatch) -> list:
+    """Every configuration Great Expectations builds from an expectation's fields, from now on."""
+    from pipeline.contracts import expectation_memo
+
+    assert expectation_memo.install()  # the pinned Great Expectations has the property it replaces
+    builds: list = []
+    build = expectation_memo._build
+    # The objects themselves are kept, so that no two of them share an id.
+    monkeypatch.setattr(expectation_memo, "_build", lambda e: builds.append(e) or build(e))
+    return builds
+
+
+def test_a_run_configures_each_expectation_once_and_gives_the_results_of_a_run_without(monkeypatch):
+    from contextlib import nullcontext
+
+    import pyarrow as pa
+
+    from pipeline.contracts import runner
+
+    frame = pa.table({"task_id": ["t1", "t2", "t3", "t4"], "n": [1, 2, 5, 8], "kind": ["a", "b", "c", "a"]})
+    builds = _counted_builds(monkeypatch)
+    memoized = runner.validate_frames(_mixed_suite(), {"rows": frame})
+    # Great Expectations makes expectation objects of its own as it goes; none is configured twice.
+    assert len(builds) == len({id(e) for e in builds})
+    with_memo = len(builds)
+    builds.clear()
+    monkeypatch.setattr(runner, "configurations_built_once", nullcontext)
+    assert runner.validate_frames(_mixed_suite(), {"rows": frame}) == memoized
+    assert len(builds) > 5 * with_memo  # each object configured again and again
+
+
+def test_outside_a_run_and_in_other_threads_configurations_are_built_afresh():
+    import threading
+
+    import great_expectations as gx
+
+    from pipeline.contracts.expectation_memo import configurations_built_once, install
+
+    assert install()
+    expectation = gx.expectations.ExpectColumnValuesToNotBeNull(column="n")
+    assert expectation.configuration is not expectation.configuration
+    elsewhere: list[bool] = []
+    with configurations_built_once():
+        assert expectation.configuration is expectation.configuration
+        other = threading.Thread(target=lambda: elsewhere.append(expectation.configuration is expectation.configuration))
+        other.start()
+        other.join()
+    assert elsewhere == [False]
+    assert expectation.configuration is not expectation.configuration
