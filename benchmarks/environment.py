@@ -5,7 +5,9 @@ A reset lays one view per table the task's patch touches over the shared, read-o
 real demo release with the pipeline (templates, noise, release), then measures over its tasks:
 
 - ``Env(...)``: attaching the base read-only, the shared views, locking the instance (once per Env);
-- ``reset``: every task of the release, grouped by the number of rows its patch touches;
+- ``reset``: every task of the release, grouped by the number of rows its patch touches, until its
+  database is ready: the reset and a first ``SELECT 1`` (the episode's connection and views are
+  made at its first statement);
 - ``sql``: a simple query and each task's gold SQL, through the statement check and the limits;
 - ``python``: a trivial call and one that calls ``query()`` (a fresh sandboxed process each);
 - the naive way: copying the base file, and copying the database into memory with DuckDB;
@@ -117,6 +119,7 @@ def main() -> None:
             for task in tasks:
                 started = time.perf_counter()
                 env.reset(task.task_id)
+                env.sql("SELECT 1")
                 elapsed = time.perf_counter() - started
                 all_resets.append(elapsed)
                 n = patch_rows(task)

@@ -278,9 +278,15 @@ class Database:
         with self._lock:
             episode = self._next_episode
             self._next_episode += 1
+        return EpisodeDatabase(self, episode, views, self.limits)
+
+    def _open_episode(self, episode: int, views: tuple[tuple[str, str], ...]) -> None:
+        """Make the episode's connection and lay its views in the worker. ``EpisodeDatabase`` asks at
+        its first statement: an agent that answers without a query (the reference floors' agents
+        answer every episode so) costs the worker nothing."""
+        with self._lock:
             self._call(("open", episode, views), _HOUSEKEEPING_S)
             self._episodes[episode] = views
-        return EpisodeDatabase(self, episode, self.limits)
 
     def _close_episode(self, episode: int) -> None:
         with self._lock:
@@ -313,11 +319,14 @@ class Database:
 
 
 class EpisodeDatabase:
-    """One episode's connection in the worker: its patched views, the statement check, the limits."""
+    """One episode's connection in the worker: its patched views, the statement check, the limits.
+    The connection is made when the first statement comes."""
 
-    def __init__(self, database: Database, episode: int, limits: SqlLimits):
+    def __init__(self, database: Database, episode: int, views: tuple[tuple[str, str], ...], limits: SqlLimits):
         self._database = database
         self._episode = episode
+        self._views = views
+        self._opened = self._closed = False
         self.limits = limits
 
     def query(self, sql: str) -> QueryResult:
@@ -333,8 +342,14 @@ class EpisodeDatabase:
         return self._result(("unchecked", self._episode, sql))
 
     def _result(self, request: tuple) -> QueryResult:
+        if self._closed:
+            raise QueryFailed("the episode's database is closed")
+        if not self._opened:
+            self._database._open_episode(self._episode, self._views)
+            self._opened = True
         columns, rows, elapsed_ms = self._database._call(request, self.limits.timeout_s * HARD_STOP_FACTOR)
         return QueryResult(tuple(columns), tuple(tuple(r) for r in rows), elapsed_ms)
 
     def close(self) -> None:
+        self._closed = True
         self._database._close_episode(self._episode)

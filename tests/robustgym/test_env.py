@@ -5,8 +5,10 @@ every call with an observation, submit ends the episode with the verifier's rewa
 import threading
 import time
 
+import pytest
+
 from robustgym.env import Env, Limits
-from robustgym.sql_sandbox import BASE_CATALOG
+from robustgym.sql_sandbox import BASE_CATALOG, QueryFailed
 
 
 def by_noise(release, noise_type):
@@ -105,6 +107,28 @@ def test_a_reset_lays_views_for_the_patched_tables_only_and_copies_nothing(env, 
     assert sorted(v[0] for v in temp) == sorted(twin.patch.tables)
     assert unchecked(f"SELECT count(*) FROM duckdb_tables() WHERE database_name <> '{BASE_CATALOG}'").rows == ((0,),)
     assert (base.stat().st_size, base.stat().st_mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+
+
+def test_an_episode_makes_its_connection_at_its_first_statement(demo_release):
+    twin = by_noise(demo_release, "missing_evidence")
+    with Env(demo_release) as env:
+        sent: list[str] = []
+        call = env._db._call  # every request to the SQL process goes through here
+        env._db._call = lambda message, seconds: sent.append(message[0]) or call(message, seconds)
+        env.reset(twin.task_id)
+        never_opened = env._episode.db
+        env.submit("no_evidence")
+        assert sent == []  # answered without a query: the SQL process was never asked
+        env.reset(twin.task_id)
+        opened = env._episode.db
+        assert rows(env, "SELECT 1") == [[1]]
+        assert rows(env, "SELECT 2") == [[2]]
+        env.submit("no_evidence")
+        assert sent == ["open", "query", "query"]
+        for closed in (never_opened, opened):  # an ended episode stays closed, opened or not
+            with pytest.raises(QueryFailed, match="closed"):
+                closed.query("SELECT 1")
+        assert sent == ["open", "query", "query"]
 
 
 def test_reset_time_does_not_grow_with_the_database(env, demo_release):
