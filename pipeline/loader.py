@@ -577,7 +577,8 @@ def fingerprint_of(digests: dict[str, FileDigest]) -> tuple[str, dict]:
 def load_mimic(dirs: Sequence[Path], db_path: Path, *, allow_missing: bool = False,
                intents: Iterable[Intent | str] | None = None,
                progress: Callable[[str], None] | None = None,
-               threads: int | None = None, strict: bool = False) -> LoadReport:
+               threads: int | None = None, strict: bool = False,
+               on_table_loaded: Callable[[duckdb.DuckDBPyConnection, str], None] | None = None) -> LoadReport:
     """Load PhysioNet-layout folder(s) into the DuckDB file ``db_path``; raise ``SourceError`` with
     every problem found if the input is not sound (the file at ``db_path`` is then untouched).
 
@@ -586,7 +587,8 @@ def load_mimic(dirs: Sequence[Path], db_path: Path, *, allow_missing: bool = Fal
     names intents that must stay available even then (a missing table one of them needs is still an
     error). ``threads`` caps DuckDB's worker threads. Repeated natural keys and references naming no
     row (``pipeline.integrity``) are warnings, logged and stored under ``integrity`` in the source
-    metadata; ``strict`` makes them errors.
+    metadata; ``strict`` makes them errors. ``on_table_loaded(con, table)`` is called in the loading
+    thread as each table is made (and will not change again), e.g. to check it while the next load.
     """
     started = time.perf_counter()
     dirs = [Path(d) for d in dirs]
@@ -650,6 +652,8 @@ def load_mimic(dirs: Sequence[Path], db_path: Path, *, allow_missing: bool = Fal
                 else:
                     say(f"{src.relpath}: {rows:,} rows in {seconds:.2f} s "
                         f"({rows / max(seconds, 1e-9):,.0f} rows/s)")
+                    if on_table_loaded is not None and not problems:
+                        on_table_loaded(con, src.table.name)
             if problems:
                 raise SourceError(problems)
             say("checking natural keys and links")

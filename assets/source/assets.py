@@ -9,7 +9,8 @@ from assets.metadata import ROW_COUNT, code_version, distribution
 from assets.resources import ProjectPaths
 from assets.source.checks import SOURCE_TABLES_CHECK, source_tables_contract
 from assets.stale_outputs import remove_outputs_of_other_sources
-from pipeline.background import BackgroundCall
+from pipeline.contracts.results import ContractResult
+from pipeline.contracts.source_check import TableByTableCheck
 from pipeline.duckdb_memory import open_read_only
 from pipeline.source_audit import audit_chart, audit_source, write_audit
 from pipeline.source_db import read_source_info, row_counts
@@ -31,24 +32,26 @@ class SourceConfig(dg.Config):
     strict: bool = False
 
 
-def build_source(config: SourceConfig, target: Path, log) -> None:
+def build_source(config: SourceConfig, target: Path, log) -> list[ContractResult] | None:
+    """Build the source database at ``target``; the source contract's results when they were found
+    during the build (a MIMIC-IV load), else None (the check reads the built database)."""
     kind = SourceKind(config.kind)
     if kind is SourceKind.SYNTHETIC:
         from pipeline.synthetic import generate_synthetic
 
         generate_synthetic(target, patients=config.patients, seed=config.seed, progress=log)
-    else:
-        from pipeline.contracts import runner
-        from pipeline.loader import load_mimic
+        return None
+    from pipeline.loader import load_mimic
 
-        if not config.mimic_dirs:
-            raise dg.Failure("source kind 'mimic_iv' needs mimic_dirs: the PhysioNet-layout folder(s) to load")
-        # The load runs in DuckDB, outside the interpreter: the contract check's import happens meanwhile
-        # (not beside the synthetic generator, which is Python and would only take turns with it). A
-        # failed import is raised again by the check that needs it.
-        with BackgroundCall(runner.prepare, name="great-expectations-import"):
-            load_mimic([Path(d) for d in config.mimic_dirs], target, allow_missing=config.allow_missing,
-                       strict=config.strict, progress=log)
+    if not config.mimic_dirs:
+        raise dg.Failure("source kind 'mimic_iv' needs mimic_dirs: the PhysioNet-layout folder(s) to load")
+    # The load runs in DuckDB, outside the interpreter: the contract (Great Expectations' import, then
+    # each table as it is loaded) runs meanwhile. Not beside the synthetic generator, which is Python
+    # and would only take turns with it.
+    with TableByTableCheck() as contract:
+        load_mimic([Path(d) for d in config.mimic_dirs], target, allow_missing=config.allow_missing,
+                   strict=config.strict, progress=log, on_table_loaded=contract.loaded)
+    return contract.results()
 
 
 def _fingerprint(db: Path) -> str | None:
@@ -68,8 +71,8 @@ def source_database(context: dg.AssetExecutionContext, config: SourceConfig,
     """The source EHR database (DuckDB): synthetic MIMIC-IV by default, or your MIMIC-IV download."""
     target = paths.source_db
     pending = pending_path(target)
-    build_source(config, pending, context.log.info)
-    check_results = gate(context, [source_tables_contract(pending)], pending)
+    found = build_source(config, pending, context.log.info)
+    check_results = gate(context, [source_tables_contract(pending, found)], pending)
     with open_read_only(pending) as con:
         info = read_source_info(con)
         counts = row_counts(con)

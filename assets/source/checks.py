@@ -8,14 +8,15 @@ import dagster as dg
 
 from assets.contract_results import evidence_text
 from assets.gate import EVIDENCE
-from pipeline.contracts import check_source_database, results_markdown
+from pipeline.contracts import ContractResult, check_source_database, results_markdown
 
 SOURCE_TABLES_CHECK = "source_tables_contract"
 
 
-def source_tables_contract(db_path) -> dg.AssetCheckResult:
-    """Every loaded table has the schema's columns and types, row ids and NOT NULL columns."""
-    results = check_source_database(db_path)
+def source_tables_contract(db_path, results: list[ContractResult] | None = None) -> dg.AssetCheckResult:
+    """Every loaded table has the schema's columns and types, row ids and NOT NULL columns.
+    ``results``: the contract's results found while the database was built (None: read it now)."""
+    results = check_source_database(db_path) if results is None else results
     failures = [f for r in results for f in r.failures]
     blocking = [f for f in failures if f.blocking]
     metadata = {

@@ -89,3 +89,43 @@ def test_a_repeated_natural_key_is_a_warning_that_does_not_block(demo_db, tmp_pa
     (warning,) = result.failures
     assert warning.severity is Severity.WARNING and warning.column == "key_duplicates"
     assert warning.examples[0]["key_duplicates"] == 3
+
+
+def test_results_with_failures_are_those_of_a_run_without_the_expectation_memo(demo_db, tmp_path, monkeypatch):
+    from contextlib import nullcontext
+
+    from pipeline.contracts import runner
+
+    db = _small_db(demo_db, tmp_path, "ALTER TABLE patients DROP COLUMN gender",
+                   "UPDATE admissions SET admission_type = NULL WHERE row_id IN (3, 4)",
+                   "INSERT INTO admissions SELECT 100000 + row_id, * EXCLUDE (row_id) FROM admissions WHERE row_id < 3")
+    memoized = check_source_database(db)
+    assert {f.column for r in memoized for f in r.failures} >= {"nulls__admission_type", "key_duplicates"}
+    monkeypatch.setattr(runner, "configurations_built_once", nullcontext)
+    assert check_source_database(db) == memoized
+
+
+def test_checked_table_by_table_beside_the_load_the_results_are_those_of_the_loaded_database(
+        demo_dir, demo_chartevents_dir, tmp_path):
+    from pipeline.contracts.source_check import TableByTableCheck
+    from pipeline.loader import load_mimic
+
+    db = tmp_path / "demo.duckdb"
+    with TableByTableCheck() as beside:
+        load_mimic([demo_dir, demo_chartevents_dir], db, on_table_loaded=beside.loaded)
+    results = beside.results()
+    assert len(results) == 31
+    # The chartevents reconstruction repeats natural keys: a warning, found beside the load too.
+    assert [f.column for r in results for f in r.failures] == ["key_duplicates"]
+    assert results == check_source_database(db)
+
+
+def test_a_failed_load_leaves_no_check_running():
+    import threading
+
+    from pipeline.contracts.source_check import TableByTableCheck
+
+    with pytest.raises(RuntimeError, match="the load failed"):
+        with TableByTableCheck():
+            raise RuntimeError("the load failed")
+    assert "source-contract" not in {t.name for t in threading.enumerate()}
