@@ -588,7 +588,7 @@ def load_mimic(dirs: Sequence[Path], db_path: Path, *, allow_missing: bool = Fal
     error). ``threads`` caps DuckDB's worker threads. Repeated natural keys and references naming no
     row (``pipeline.integrity``) are warnings, logged and stored under ``integrity`` in the source
     metadata; ``strict`` makes them errors. ``on_table_loaded(con, table)`` is called in the loading
-    thread as each table is made (and will not change again), e.g. to check it while the next load.
+    thread as each table is made (it will not change again), e.g. to check it while the next one loads.
     """
     started = time.perf_counter()
     dirs = [Path(d) for d in dirs]

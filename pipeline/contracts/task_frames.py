@@ -182,11 +182,11 @@ def tasks_frame(table) -> pa.Table:
     table = as_arrow(table)
     names = set(table.column_names)
     out = {c: table.column(c) for c in FLAT_COLUMNS if c in names}
-    rules = {column: rule for column, (needs, rule) in _PROBLEMS.items() if set(needs) <= names}
+    rules = {column: (needs, rule) for column, (needs, rule) in _PROBLEMS.items() if set(needs) <= names}
     # Only the columns the rules read become Python objects (not the evidence lists, the questions, ...).
-    read = sorted({c for column in rules for c in _PROBLEMS[column][0]})
+    read = sorted({c for needs, _ in rules.values() for c in needs})
     rows = table.select(read).to_pylist() if read else []
-    for column, rule in rules.items():
+    for column, (_, rule) in rules.items():
         out[column] = pa.array([rule(r) for r in rows], pa.string())
     for column in ("accepted_outcomes", "evidence"):
         if column in names and _is_list(table.schema.field(column).type):  # else left out: see the module
