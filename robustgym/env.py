@@ -8,7 +8,6 @@ logged. Every tool call goes through ``robustgym.tools.invoke``, so whatever the
 environment answers with an observation and stays usable.
 """
 
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -127,7 +126,6 @@ class Env:
         self._last: EpisodeResult | None = None
         self._count = 0
         self._owner = True  # closes the database instance; workers do not
-        self._open_lock = threading.Lock()  # connections are made from the shared instance one at a time
 
     def worker(self, *, trajectory_path: Path | str | None = None) -> "Env":
         """Another ``Env`` for another thread: the same base database instance (attached once,
@@ -148,8 +146,7 @@ class Env:
             self.abandon("reset before submit")
         started = time.perf_counter()
         task = self.release.task(task_id)
-        with self._open_lock:
-            db = self._db.open_episode(task.patch)
+        db = self._db.open_episode(task.patch)  # its connection is made at its first statement
         observation = TaskObservation(task.task_id, task.question, task.answer_type.value, task.unit,
                                       tuple(s.value for s in Status), self._tables, tools.declarations(),
                                       self._system)
