@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Optional
 
 import dagster as dg
+import pyarrow as pa
 
 from assets.automation import REBUILD_AFTER_UPSTREAM
 from assets.contract_results import contract_check_name, contract_check_result, source_fingerprint
@@ -37,10 +38,9 @@ from pipeline.release.diff import diff_markdown
 from pipeline.release.manifest import count_tasks, counts_markdown
 from pipeline.release.publication import DEFAULT_CREATOR
 from pipeline.release.publish import check_all_split
-from pipeline.release.splits import assign_splits, normalise_shares
-from pipeline.release.task_files import read_tasks, tasks_table, write_tasks
+from pipeline.release.splits import normalise_shares, with_splits
+from pipeline.release.task_files import read_tasks, split_tables, write_tasks
 from pipeline.source_db import read_source_info
-from pipeline.task_model import tasks_from_arrow
 from pipeline.vocabulary import AssetName, Group, Intent, NoiseLevel, NoiseType, Split
 
 CANDIDATE_DIR = "release_candidate"
@@ -106,8 +106,9 @@ def candidate_dir(paths: ProjectPaths) -> Path:
     return paths.data / CANDIDATE_DIR
 
 
-def _answers_per_intent(tasks) -> dg.TableMetadataValue:
-    per = Counter((t.intent.value, t.level.value, t.answer_type.value) for t in tasks if t.variant == "clean")
+def _answers_per_intent(tasks: pa.Table) -> dg.TableMetadataValue:
+    cols = tasks.select(["intent", "level", "answer_type", "variant"]).to_pydict()
+    per = Counter((i, lv, a) for i, lv, a, v in zip(*cols.values()) if v == "clean")
     return distribution([("intent", "string"), ("level", "string"), ("answer_type", "string"), ("tasks", "int")],
                         [(*k, n) for k, n in sorted(per.items(), key=lambda kv: (list(Intent).index(kv[0][0]),
                                                                                   kv[0][1:]))])
@@ -150,12 +151,12 @@ def release_candidate(context: dg.AssetExecutionContext, config: ReleaseCandidat
     metadata = {"clean_tasks": pairs.clean.num_rows, "twins": pairs.twins.num_rows,
                 "clean_tasks_without_twin_left_out": len(pairs.unpaired)}
     if all(r.passed for r in results):
-        tasks = assign_splits(tasks_from_arrow(pairs.tasks), shares=shares, seed=config.seed, real_subjects=subjects)
+        tasks = with_splits(pairs.tasks, shares=shares, seed=config.seed, real_subjects=subjects)
         check_all_split(tasks)
         tmp = target.with_name(target.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
-        for split in Split:
-            write_tasks(tasks_table([t for t in tasks if t.split == split]), tmp / f"{split.value}.parquet")
+        for split, table in split_tables(tasks).items():
+            write_tasks(table, tmp / f"{split}.parquet")
         (tmp / SETTINGS).write_text(json.dumps({
             "seed": config.seed, "split_shares": shares, "noise_shares": noise_shares, "intents": intents,
             "source_fingerprint": info.fingerprint}, indent=2, sort_keys=True))
@@ -196,13 +197,13 @@ def stage_reports(paths: ProjectPaths) -> dict:
     return {"source_audit": audit, "noise": noise}
 
 
-def read_candidate(paths: ProjectPaths) -> tuple[list, dict]:
+def read_candidate(paths: ProjectPaths) -> tuple[pa.Table, dict]:
     folder = candidate_dir(paths)
     if not (folder / SETTINGS).exists():
         raise dg.Failure(f"no validated release candidate at {folder}: materialize "
                          f"{AssetName.RELEASE_CANDIDATE.value} first (a candidate that broke a contract is removed)")
     settings = json.loads((folder / SETTINGS).read_text())
-    tasks = [t for s in Split for t in tasks_from_arrow(read_tasks(folder / f"{s.value}.parquet"))]
+    tasks = pa.concat_tables([read_tasks(folder / f"{s.value}.parquet") for s in Split])
     return tasks, settings
 
 

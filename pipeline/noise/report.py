@@ -4,7 +4,7 @@ Markdown for the Dagster UI and the benchmark; the mix table itself is ``Mix.mar
 """
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from random import Random
 
 from pipeline.answers import answer_text
@@ -86,9 +86,13 @@ def _params(twin: Task) -> dict[str, str]:
 
 def made_up_values(twins: Sequence[Task]) -> dict[str, dict[str, set[str]]]:
     """split pool -> kind ("name:<slot>" or "id:<column>") -> the made-up values twins use."""
+    return made_up_values_in(_params(t) for t in twins)
+
+
+def made_up_values_in(noise_params: Iterable[Mapping[str, str]]) -> dict[str, dict[str, set[str]]]:
+    """``made_up_values`` from each twin's noise parameters (name -> value)."""
     out: dict[str, dict[str, set[str]]] = {}
-    for t in twins:
-        p = _params(t)
+    for p in noise_params:
         pool = p.get("name_pool")
         if pool is None:
             continue

@@ -56,10 +56,10 @@ from pipeline.release.manifest import (
     schema_description,
     write_manifest,
 )
-from pipeline.release.splits import assign_splits, normalise_shares
-from pipeline.release.task_files import read_tasks, sha256_file, tasks_table, write_tasks
+from pipeline.release.splits import normalise_shares, with_splits
+from pipeline.release.task_files import read_tasks, sha256_file, split_tables, write_tasks
 from pipeline.source_db import content_digest, read_source_info
-from pipeline.task_model import Task
+from pipeline.task_model import Task, tasks_to_arrow
 from pipeline.vocabulary import Intent, Split
 
 LATEST = "latest"
@@ -194,9 +194,11 @@ def set_latest(releases_dir: Path, version: str) -> None:
 
 # --------------------------------------------------------------------------------- the build
 
-def check_all_split(tasks: Sequence[Task]) -> None:
+def check_all_split(tasks: pa.Table) -> None:
     """Every task has one of the three splits: a task without one would silently miss every file."""
-    stray = [t.task_id for t in tasks if t.split not in set(Split)]
+    known = {s.value for s in Split}
+    stray = [i for i, s in zip(tasks.column("task_id").to_pylist(), tasks.column("split").to_pylist())
+             if s not in known]
     if stray:
         raise ValueError(f"{len(stray)} task(s) have no split among {[s.value for s in Split]}, e.g. {stray[:5]}")
 
@@ -213,7 +215,7 @@ def _task_hashes(files: Mapping[str, dict]) -> dict[str, str]:
     return {p: f["sha256"] for p, f in files.items() if p.startswith("tasks/")}
 
 
-def build_release(tasks: Iterable[Task], *, source_db: Path, version: str | None, releases_dir: Path,
+def build_release(tasks: Iterable[Task] | pa.Table, *, source_db: Path, version: str | None, releases_dir: Path,
                   seed: int = 0, config: Mapping | None = None,
                   split_shares: Mapping[str, float] | None = None,
                   noise_shares: Mapping[str, float] | None = None,
@@ -224,6 +226,9 @@ def build_release(tasks: Iterable[Task], *, source_db: Path, version: str | None
                   score_release: Callable[[Path, Path], Mapping[str, Any]] | None = None,
                   reports: Mapping[str, Any] | None = None) -> ReleaseResult:
     """Split ``tasks``, validate them against the contracts, and publish ``releases_dir/version``.
+
+    ``tasks``: ``Task`` objects, or a table of them in ``pipeline.task_model.arrow_schema()`` (what
+    the release candidate's files hold), which is split and written without being decoded.
 
     ``version``: a semantic version, or None for ``content_version`` (package version + digest).
     ``intents``: the intents that must have tasks (default: every intent the source did not
@@ -251,9 +256,10 @@ def build_release(tasks: Iterable[Task], *, source_db: Path, version: str | None
     subjects = _source_subjects(source_db)
 
     say(f"assigning splits ({', '.join(f'{k} {v:.0%}' for k, v in shares.items())}, seed {seed})")
-    split_tasks = assign_splits(list(tasks), shares=shares, seed=seed, real_subjects=subjects)
-    by_split = {s.value: tasks_table([t for t in split_tasks if t.split == s]) for s in Split}
-    check_all_split(split_tasks)
+    table = tasks if isinstance(tasks, pa.Table) else tasks_to_arrow(tasks)
+    split_table = with_splits(table, shares=shares, seed=seed, real_subjects=subjects)
+    check_all_split(split_table)
+    by_split = split_tables(split_table)
 
     releases_dir.mkdir(parents=True, exist_ok=True)
     abandoned = remove_abandoned(releases_dir)
@@ -310,7 +316,7 @@ def build_release(tasks: Iterable[Task], *, source_db: Path, version: str | None
             "rebuild_command": None if ship else rebuild_command(info),
             "contracts": [{"contract": r.contract, "expectations": len(r.results),
                            "warnings": [f.describe() for f in r.failures]} for r in results],
-            **provenance(info, split_tasks, reports),
+            **provenance(info, by_split, reports),
         }
         previous_dir = releases_dir / previous if previous and previous != version else None
         diff = diff_releases(previous_dir if previous_dir and previous_dir.exists() else None,
@@ -343,16 +349,17 @@ def build_release(tasks: Iterable[Task], *, source_db: Path, version: str | None
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def provenance(info, split_tasks: Sequence[Task], reports: Mapping[str, Any] | None) -> dict:
+def provenance(info, by_split: Mapping[str, pa.Table], reports: Mapping[str, Any] | None) -> dict:
     """What the manifest states about where the tasks come from: lossy inputs, the source's own
     anomalies, how the noise was made, and the made-up names and ids per split (read off the release)."""
-    from pipeline.noise.report import made_up_values
+    from pipeline.noise.report import made_up_values_in
     from pipeline.source_audit import lossy_inputs
 
     reports = dict(reports or {})
     values: dict[str, dict[str, set[str]]] = {}  # split -> kind -> made-up values its twins use
     for s in Split:
-        for kinds in made_up_values([t for t in split_tasks if t.split == s]).values():
+        params = by_split[s.value].column("noise_params").to_pylist()
+        for kinds in made_up_values_in({p["name"]: p["value"] for p in ps} for ps in params).values():
             for kind, found in kinds.items():
                 values.setdefault(s.value, {}).setdefault(kind, set()).update(found)
     per_split = {split: {kind: len(v) for kind, v in sorted(kinds.items())} for split, kinds in sorted(values.items())}

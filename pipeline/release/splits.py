@@ -21,9 +21,12 @@ import dataclasses
 import hashlib
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
+from typing import NamedTuple
+
+import pyarrow as pa
 
 from pipeline.contracts.task_frames import group_key
-from pipeline.task_model import Task
+from pipeline.task_model import NamedValue, Task, arrow_schema
 from pipeline.vocabulary import Level, Split
 
 DEFAULT_SHARES: dict[str, float] = {Split.TRAIN.value: 0.8, Split.VALIDATION.value: 0.1, Split.TEST.value: 0.1}
@@ -88,7 +91,18 @@ def split_of_task(task: Task, shares: Mapping[str, float] | None = None, seed: i
     return split_of_key(task_group_key(task), shares, seed)
 
 
-def split_groups(tasks: Sequence[Task], real_subjects: Collection[int] | None = None) -> dict[str, str]:
+class SplitRow(NamedTuple):
+    """The fields of a task its split depends on."""
+
+    task_id: str
+    clean_task_id: str | None
+    level: Level
+    subject_id: int | None
+    template_id: str
+    slots: tuple[NamedValue, ...]
+
+
+def split_groups(tasks: Sequence[Task | SplitRow], real_subjects: Collection[int] | None = None) -> dict[str, str]:
     """task_id -> the key of the group it must share a split with.
 
     ``real_subjects``: subject ids that exist in the source; a twin's subject id outside it (a
@@ -125,10 +139,32 @@ def _rank(seed: int, key: str) -> str:
     return hashlib.sha256(f"{seed}\x00{key}".encode()).hexdigest()
 
 
-def assign_splits(tasks: Sequence[Task], *, shares: Mapping[str, float] | None = None, seed: int = 0,
-                  real_subjects: Collection[int] | None = None) -> list[Task]:
-    """The tasks with ``split`` set (any split they carried is replaced), in input order."""
+def splits_of(tasks: Sequence[Task | SplitRow], *, shares: Mapping[str, float] | None = None, seed: int = 0,
+              real_subjects: Collection[int] | None = None) -> list[Split]:
+    """The split of each task, in input order."""
     shares = normalise_shares(shares)
     group_of = split_groups(tasks, real_subjects)
     split_of = {g: split_of_key(g, shares, seed) for g in set(group_of.values())}
-    return [dataclasses.replace(t, split=split_of[group_of[t.task_id]]) for t in tasks]
+    return [split_of[group_of[t.task_id]] for t in tasks]
+
+
+def assign_splits(tasks: Sequence[Task], *, shares: Mapping[str, float] | None = None, seed: int = 0,
+                  real_subjects: Collection[int] | None = None) -> list[Task]:
+    """The tasks with ``split`` set (any split they carried is replaced), in input order."""
+    splits = splits_of(tasks, shares=shares, seed=seed, real_subjects=real_subjects)
+    return [dataclasses.replace(t, split=s) for t, s in zip(tasks, splits)]
+
+
+def with_splits(table: pa.Table, *, shares: Mapping[str, float] | None = None, seed: int = 0,
+                real_subjects: Collection[int] | None = None) -> pa.Table:
+    """``table``'s tasks with the ``split`` column ``assign_splits`` would give them, in input order.
+
+    Only the columns a split depends on are read into Python: a release's tasks stay Arrow from the
+    files they were read from to the files they are written to."""
+    cols = table.select(list(SplitRow._fields)).to_pydict()
+    rows = [SplitRow(task_id, clean_id, Level(level), subject, template,
+                     tuple(NamedValue(s["name"], s["value"]) for s in slots or ()))
+            for task_id, clean_id, level, subject, template, slots in zip(*cols.values())]
+    splits = splits_of(rows, shares=shares, seed=seed, real_subjects=real_subjects)
+    column = pa.array([s.value for s in splits], type=arrow_schema().field("split").type)
+    return table.set_column(table.schema.get_field_index("split"), "split", column)

@@ -11,9 +11,11 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.task_model import Task, arrow_schema, tasks_to_arrow
+from pipeline.vocabulary import Split
 
 WRITER_OPTIONS = dict(
     compression="zstd",
@@ -30,6 +32,14 @@ WRITER_OPTIONS = dict(
 def tasks_table(tasks: Iterable[Task]) -> pa.Table:
     """Tasks as an Arrow table in the release's row order (by task_id)."""
     return tasks_to_arrow(sorted(tasks, key=lambda t: t.task_id))
+
+
+def split_tables(table: pa.Table) -> dict[str, pa.Table]:
+    """Split name -> its tasks of ``table`` (whose ``split`` column is set), in the release's row order:
+    the rows ``tasks_table`` gives for the same tasks, without turning them into ``Task`` objects."""
+    table = table.cast(arrow_schema())
+    return {s.value: table.filter(pc.equal(table.column("split"), s.value)).sort_by("task_id").combine_chunks()
+            for s in Split}
 
 
 def write_tasks(table: pa.Table, path: Path) -> None:

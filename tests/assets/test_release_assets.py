@@ -153,25 +153,25 @@ def _collect_without_dropping(clean_dir, noise_dir):
 
 
 def _leaky_splits(kind: str):
-    from pipeline.release.splits import assign_splits
+    from pipeline.release.splits import with_splits
 
-    def assign(tasks, **kwargs):
-        out = assign_splits(tasks, **kwargs)
-        import dataclasses
-
+    def assign(table, **kwargs):
+        out = with_splits(table, **kwargs)
+        rows = out.select(["task_id", "clean_task_id", "subject_id", "variant", "split"]).to_pylist()
         if kind == "patient":
             from collections import Counter
 
-            per_subject = Counter(t.subject_id for t in out if t.subject_id is not None and t.variant == "clean")
+            per_subject = Counter(r["subject_id"] for r in rows if r["subject_id"] is not None and r["variant"] == "clean")
             subject = next(s for s, n in sorted(per_subject.items()) if n >= 2)
-            first = next(t.task_id for t in out if t.subject_id == subject and t.variant == "clean")
-            moved = {t.task_id for t in out if first in (t.task_id, t.clean_task_id)}
-            other = {t.split for t in out if t.subject_id == subject and t.task_id not in moved}
+            first = next(r["task_id"] for r in rows if r["subject_id"] == subject and r["variant"] == "clean")
+            moved = {r["task_id"] for r in rows if first in (r["task_id"], r["clean_task_id"])}
+            other = {r["split"] for r in rows if r["subject_id"] == subject and r["task_id"] not in moved}
         else:
-            twin = next(t for t in out if t.variant == "noise")
-            moved, other = {twin.task_id}, {twin.split}
-        target = next(s for s in ("train", "validation", "test") if s not in {x.value for x in other})
-        return [dataclasses.replace(t, split=target) if t.task_id in moved else t for t in out]
+            twin = next(r for r in rows if r["variant"] == "noise")
+            moved, other = {twin["task_id"]}, {twin["split"]}
+        target = next(s for s in ("train", "validation", "test") if s not in other)
+        splits = [target if r["task_id"] in moved else r["split"] for r in rows]
+        return out.set_column(out.schema.get_field_index("split"), "split", pa.array(splits, pa.string()))
 
     return assign
 
@@ -179,7 +179,7 @@ def _leaky_splits(kind: str):
 @pytest.mark.parametrize("kind, frame", [("patient", "patient_splits"), ("pair", "pair_splits")])
 def test_a_leaking_split_fails_the_run_with_evidence_and_publishes_nothing(kind, frame, table, demo_db, tmp_path,
                                                                           monkeypatch):
-    monkeypatch.setattr(release_assets, "assign_splits", _leaky_splits(kind))
+    monkeypatch.setattr(release_assets, "with_splits", _leaky_splits(kind))
     paths = _stage_outputs(table, demo_db, tmp_path)
     _, evaluation = _broken_run(paths, observed_noise_shares(demo_tasks(demo_db)), "release_splits", "n_splits")
     assert f"| release_splits | {frame} |" in evaluation.metadata["failures"].value

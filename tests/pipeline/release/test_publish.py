@@ -20,6 +20,7 @@ from pipeline.contracts import ContractViolation
 from pipeline.release import ReleaseConflict, build_release, latest_version, resolve_release
 from pipeline.release.base_database import check_base_database
 from pipeline.release.task_files import sha256_file
+from pipeline.task_model import tasks_to_arrow
 from pipeline.vocabulary import Split
 from tests.pipeline.release.demo_tasks import demo_tasks, observed_noise_shares
 
@@ -134,6 +135,37 @@ def test_two_builds_of_the_same_inputs_give_byte_identical_task_files(release, t
     for split in SPLITS:
         rel = f"tasks/{split}.parquet"
         assert (again.path / rel).read_bytes() == (release.path / rel).read_bytes()
+
+
+def test_tasks_given_as_a_table_publish_the_files_and_provenance_of_the_same_tasks(release, tasks, demo_db,
+                                                                                  tmp_path):
+    # The release asset hands over the candidate's files as one Arrow table, never decoded to Tasks.
+    again = build_release(tasks_to_arrow(reversed(tasks)), source_db=demo_db, version="1.0.0", releases_dir=tmp_path,
+                          seed=7, config={"tasks_per_template": 6}, noise_shares=observed_noise_shares(tasks))
+    for split in SPLITS:
+        rel = f"tasks/{split}.parquet"
+        assert (again.path / rel).read_bytes() == (release.path / rel).read_bytes()
+    assert again.manifest["noise"] == release.manifest["noise"]
+    assert again.manifest["counts"] == release.manifest["counts"]
+
+
+def test_the_manifest_counts_each_splits_made_up_values_from_its_twins_parameters(tasks, demo_db):
+    from pipeline.source_db import read_source_info
+    from pipeline.task_model import NamedValue
+
+    twins = [t for t in tasks if t.variant == "noise"][:6]
+    made_up = [("train", "Zorblax"), ("train", "4242"), ("validation", "Zorblax"), ("test", "Quix"), ("test", "-17"),
+               ("train", "Quix")]
+    twins = [dataclasses.replace(t, split=Split(pool), noise_params=(
+        NamedValue("name_pool", pool), NamedValue("nonexistent", value), NamedValue("slot", "drug")))
+        for t, (pool, value) in zip(twins, made_up)]
+    by_split = {s.value: tasks_to_arrow([t for t in twins if t.split is s]) for s in Split}
+    with duckdb.connect(str(demo_db), read_only=True) as con:
+        info = read_source_info(con)
+    assert publish.provenance(info, by_split, None)["noise"]["made_up"] == {
+        "per_split": {"test": {"id:drug": 1, "name:drug": 1}, "train": {"id:drug": 1, "name:drug": 2},
+                      "validation": {"name:drug": 1}},
+        "held_out_also_in_train": 2}
 
 
 def test_rebuilding_an_existing_version_is_accepted_when_identical_and_refused_when_not(release, tasks, demo_db,

@@ -4,8 +4,9 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from pipeline.release.splits import assign_splits, normalise_shares, split_groups
-from pipeline.task_model import NamedValue
+from pipeline.release.splits import assign_splits, normalise_shares, split_groups, with_splits
+from pipeline.release.task_files import split_tables, tasks_table
+from pipeline.task_model import NamedValue, tasks_to_arrow
 from pipeline.vocabulary import Level, Split, Variant
 from tests.pipeline.release.demo_tasks import demo_tasks
 
@@ -90,3 +91,38 @@ def test_population_tasks_of_one_template_and_slots_share_a_group(tasks):
 def test_bad_shares_are_refused(shares, message):
     with pytest.raises(ValueError, match=message):
         normalise_shares(shares)
+
+
+def _with_made_up_patient(tasks, seed):
+    """``tasks`` with one patient-level twin naming a made-up patient whose key would move the twin's
+    group to another split if it were trusted as real."""
+    import dataclasses
+
+    from pipeline.release.splits import split_of_key
+
+    def fakes(subject: int):  # ids whose key sorts first, so a group holding it is named by it
+        return [f for f in [*(10 ** k for k in range(8)), *range(10 ** 7, subject)] if str(f) < str(subject)]
+
+    twin, fake = next((t, f) for t in tasks if t.variant is Variant.NOISE and t.level is Level.PATIENT
+                      for f in fakes(t.subject_id)
+                      if split_of_key(f"subject:{f}", seed=seed) != split_of_key(f"subject:{t.subject_id}", seed=seed))
+    return [dataclasses.replace(t, subject_id=fake) if t is twin else t for t in tasks], twin.task_id
+
+
+@pytest.mark.parametrize("trust", [False, True])
+def test_a_table_of_tasks_gets_the_splits_assign_splits_gives_the_tasks(trust, tasks):
+    tasks, moved = _with_made_up_patient(tasks, seed=3)
+    settings = {"seed": 3, "real_subjects": None if trust else {t.subject_id for t in tasks if t.variant is Variant.CLEAN}}
+    assigned = assign_splits(tasks, **settings)
+    table = tasks_to_arrow(tasks)
+    split = with_splits(table, **settings)
+    assert split.column("split").to_pylist() == [t.split.value for t in assigned]
+    assert split.drop_columns(["split"]).equals(table.drop_columns(["split"]))
+    by_split = split_tables(split)
+    assert set(by_split) == {s.value for s in Split}
+    for s in Split:
+        assert by_split[s.value].equals(tasks_table([t for t in assigned if t.split is s])), s
+    # The made-up patient mattered: trusted, it took the twin (and its pair) to another split.
+    untrusted = assign_splits(tasks, seed=3, real_subjects=settings["real_subjects"] or set())
+    trusted = assign_splits(tasks, seed=3)
+    assert [t.split for t in trusted if t.task_id == moved] != [t.split for t in untrusted if t.task_id == moved]
