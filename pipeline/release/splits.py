@@ -162,9 +162,16 @@ def with_splits(table: pa.Table, *, shares: Mapping[str, float] | None = None, s
     Only the columns a split depends on are read into Python: a release's tasks stay Arrow from the
     files they were read from to the files they are written to."""
     cols = table.select(list(SplitRow._fields)).to_pydict()
-    rows = [SplitRow(task_id, clean_id, Level(level), subject, template,
+    rows = [SplitRow(task_id, clean_id, _level(task_id, level), subject, template,
                      tuple(NamedValue(s["name"], s["value"]) for s in slots or ()))
             for task_id, clean_id, level, subject, template, slots in zip(*cols.values())]
     splits = splits_of(rows, shares=shares, seed=seed, real_subjects=real_subjects)
     column = pa.array([s.value for s in splits], type=arrow_schema().field("split").type)
     return table.set_column(table.schema.get_field_index("split"), "split", column)
+
+
+def _level(task_id: str, value: str) -> Level:
+    try:
+        return Level(value)
+    except ValueError:
+        raise ValueError(f"task {task_id}: level {value!r} is not one of {[lv.value for lv in Level]}") from None

@@ -126,3 +126,14 @@ def test_a_table_of_tasks_gets_the_splits_assign_splits_gives_the_tasks(trust, t
     untrusted = assign_splits(tasks, seed=3, real_subjects=settings["real_subjects"] or set())
     trusted = assign_splits(tasks, seed=3)
     assert [t.split for t in trusted if t.task_id == moved] != [t.split for t in untrusted if t.task_id == moved]
+
+
+def test_a_table_with_an_unknown_level_is_refused_naming_the_task(tasks):
+    import pyarrow as pa
+
+    table = tasks_to_arrow(tasks[:3])
+    levels = table.column("level").to_pylist()
+    levels[1] = "ward"
+    broken = table.set_column(table.schema.get_field_index("level"), "level", pa.array(levels, pa.string()))
+    with pytest.raises(ValueError, match=f"task {tasks[1].task_id}: level 'ward'"):
+        with_splits(broken)
