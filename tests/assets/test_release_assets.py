@@ -161,7 +161,8 @@ def _leaky_splits(kind: str):
         if kind == "patient":
             from collections import Counter
 
-            per_subject = Counter(r["subject_id"] for r in rows if r["subject_id"] is not None and r["variant"] == "clean")
+            per_subject = Counter(r["subject_id"] for r in rows
+                                  if r["subject_id"] is not None and r["variant"] == "clean")
             subject = next(s for s, n in sorted(per_subject.items()) if n >= 2)
             first = next(r["task_id"] for r in rows if r["subject_id"] == subject and r["variant"] == "clean")
             moved = {r["task_id"] for r in rows if first in (r["task_id"], r["clean_task_id"])}

@@ -112,7 +112,8 @@ def _with_made_up_patient(tasks, seed):
 @pytest.mark.parametrize("trust", [False, True])
 def test_a_table_of_tasks_gets_the_splits_assign_splits_gives_the_tasks(trust, tasks):
     tasks, moved = _with_made_up_patient(tasks, seed=3)
-    settings = {"seed": 3, "real_subjects": None if trust else {t.subject_id for t in tasks if t.variant is Variant.CLEAN}}
+    real = {t.subject_id for t in tasks if t.variant is Variant.CLEAN}
+    settings = {"seed": 3, "real_subjects": None if trust else real}
     assigned = assign_splits(tasks, **settings)
     table = tasks_to_arrow(tasks)
     split = with_splits(table, **settings)
@@ -123,7 +124,7 @@ def test_a_table_of_tasks_gets_the_splits_assign_splits_gives_the_tasks(trust, t
     for s in Split:
         assert by_split[s.value].equals(tasks_table([t for t in assigned if t.split is s])), s
     # The made-up patient mattered: trusted, it took the twin (and its pair) to another split.
-    untrusted = assign_splits(tasks, seed=3, real_subjects=settings["real_subjects"] or set())
+    untrusted = assign_splits(tasks, seed=3, real_subjects=real)
     trusted = assign_splits(tasks, seed=3)
     assert [t.split for t in trusted if t.task_id == moved] != [t.split for t in untrusted if t.task_id == moved]
 
