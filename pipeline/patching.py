@@ -86,19 +86,27 @@ def _drop(con: duckdb.DuckDBPyConnection, patch: Patch) -> None:
 
 
 class PatchedOnDemand:
-    """``con`` as ``patch`` leaves it, with the views of ``patched`` laid when the first statement runs
-    (laying and dropping them costs about half a millisecond; a reader that answers from what it read
-    before runs none). Use it where the connection would be, inside ``patched_on_demand``."""
+    """``con`` as ``patch`` leaves it, for a reader that asks a few statements (often none).
+
+    A query (``SELECT`` or ``WITH``) carries the patch in the statement (``patched_statement``); the
+    views of ``patched`` are laid only for any other statement (a ``CREATE TABLE ... AS``), and from
+    then on every statement reads through them. Laying and dropping the views costs about a
+    millisecond, as much as the statements most readers ask. Use it where the connection would be,
+    inside ``patched_on_demand``."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, patch: Patch, catalog: str):
         self._con, self._patch, self._catalog = con, patch, catalog
         self.laid = False
+        self.statements = 0  # run under the patch, either way
 
-    def execute(self, *args, **kwargs) -> duckdb.DuckDBPyConnection:
+    def execute(self, sql: str, *args, **kwargs) -> duckdb.DuckDBPyConnection:
+        self.statements += 1
         if not self.laid:
+            if _QUERY.match(sql):
+                return self._con.execute(patched_statement(sql, self._patch, self._catalog), *args, **kwargs)
             self.laid = True  # set first: a failed laying is still dropped on close
             _lay(self._con, self._patch, self._catalog)
-        return self._con.execute(*args, **kwargs)
+        return self._con.execute(sql, *args, **kwargs)
 
     def close(self) -> None:
         if self.laid:
@@ -109,7 +117,7 @@ class PatchedOnDemand:
 @contextmanager
 def patched_on_demand(con: duckdb.DuckDBPyConnection, patch: Patch, catalog: str) -> Iterator[PatchedOnDemand]:
     """Within the block, statements run through the yielded object see the patched database, as under
-    ``patched``; the views are laid only if one runs."""
+    ``patched``; views are laid only if a statement other than a query runs."""
     on_demand = PatchedOnDemand(con, patch, catalog)
     try:
         yield on_demand
@@ -118,6 +126,7 @@ def patched_on_demand(con: duckdb.DuckDBPyConnection, patch: Patch, catalog: str
 
 
 _LEADING_WITH = re.compile(r"\s*WITH(\s+RECURSIVE)?\s", re.IGNORECASE)
+_QUERY = re.compile(r"\s*(SELECT|WITH)\s", re.IGNORECASE)
 
 
 def patched_statement(sql: str, patch: Patch, catalog: str) -> str:

@@ -303,8 +303,9 @@ class FactReader:
 
     @contextmanager
     def _patched(self, patch: Patch):
-        """Within the block, ``self.con`` is the database as ``patch`` leaves it; its views are laid when
-        the first statement runs (most twins' facts are read from what was read before)."""
+        """Within the block, ``self.con`` is the database as ``patch`` leaves it: its queries carry the
+        patch, and views are laid only for another statement (most twins' facts are read from what was
+        read before, and the rest ask one or two queries)."""
         con = self.con
         with patched_on_demand(con, patch, self.catalog) as on_demand:
             self.con = on_demand
@@ -478,8 +479,8 @@ class FactReader:
         return self.observe(template.render_sql(slots), task.answer_type, template, task.patch)
 
     def observe(self, sql: str, answer_type: AnswerType, template, patch: Patch, *, laid: bool = True) -> Observed:
-        """``sql``'s answer on the database as ``patch`` leaves it: read through the patch's views, laid
-        already, or (``laid=False``) with the patch carried in the statement."""
+        """``sql``'s answer on the database as ``patch`` leaves it: asked of ``self.con`` inside
+        ``_patched`` (``laid=True``), or (``laid=False``) with the patch carried in the statement."""
         decimals = int(getattr(template, "decimals", 2))
         known = self.clean_answers.get(sql, answer_type, decimals, patch)
         if known is not None:

@@ -74,17 +74,31 @@ def _temp_views(con) -> list[str]:
     return [r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE temporary AND NOT internal").fetchall()]
 
 
-def test_views_laid_on_demand_appear_with_the_first_statement_and_go_after(con):
+def test_queries_on_demand_carry_the_patch_and_lay_no_view(con):
+    catalog = con.execute("SELECT current_database()").fetchone()[0]
+    clean = values(con)
+    with patched_on_demand(con, HIDE_UPDATE_ADD, catalog) as on_demand:
+        assert values(on_demand) == [(-1, 3.0), (0, 3.0), (2, 99.5), (3, 6.0), (4, 7.0)]
+        assert on_demand.execute("  with x AS (SELECT max(valuenum) AS m FROM labevents) "
+                                 "SELECT m FROM x WHERE m > ?", [50]).fetchall() == [(99.5,)]
+        assert _temp_views(con) == [] and not on_demand.laid and on_demand.statements == 2
+        assert values(con) == clean  # the connection itself still reads the source
+    assert values(con) == clean
+
+
+def test_views_laid_on_demand_appear_with_the_first_other_statement_and_go_after(con):
     catalog = con.execute("SELECT current_database()").fetchone()[0]
     clean = values(con)
     with patched_on_demand(con, HIDE_UPDATE_ADD, catalog) as on_demand:
         assert _temp_views(con) == []  # nothing asked, nothing laid
     assert _temp_views(con) == []
     with patched_on_demand(con, HIDE_UPDATE_ADD, catalog) as on_demand:
-        assert values(on_demand) == [(-1, 3.0), (0, 3.0), (2, 99.5), (3, 6.0), (4, 7.0)]
+        on_demand.execute("CREATE TEMP TABLE kept AS SELECT row_id, valuenum FROM labevents")
         assert _temp_views(con) == ["labevents"] and on_demand.laid
+        assert values(on_demand) == [(-1, 3.0), (0, 3.0), (2, 99.5), (3, 6.0), (4, 7.0)]
+        assert con.execute("SELECT * FROM temp.kept ORDER BY row_id").fetchall() == values(on_demand)
     assert _temp_views(con) == [] and values(con) == clean
     with pytest.raises(RuntimeError), patched_on_demand(con, HIDE_UPDATE_ADD, catalog) as on_demand:
-        values(on_demand)
+        on_demand.execute("CREATE OR REPLACE TEMP TABLE kept AS SELECT * FROM labevents")
         raise RuntimeError("a reader failing half-way")
     assert _temp_views(con) == [] and values(con) == clean
