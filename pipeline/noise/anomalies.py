@@ -427,6 +427,8 @@ ENTITY_FIELDS = {  # entity table -> (its id, the fields the predicates read, in
     "admissions": ("hadm_id", ("subject_id", "admittime", "dischtime")),
     "icustays": ("stay_id", ("hadm_id", "subject_id", "intime", "outtime")),
 }
+# entity table -> the RowChecker attribute holding its ids
+_CHECKER_ATTRIBUTE = {"patients": "patients", "admissions": "admissions", "icustays": "stays"}
 _GONE = object()
 
 
@@ -492,7 +494,7 @@ class RowChecker:
         under = copy.copy(self)
         for t, (before, after) in changed.items():
             key, fields = ENTITY_FIELDS[t]
-            base = {"patients": self.patients, "admissions": self.admissions, "icustays": self.stays}[t]
+            base = self.entity_ids(t)
             touched = {r[key] for r in before} | {r[key] for r in after}
             if None in touched or touched & self._shared_ids[t]:
                 return None
@@ -500,7 +502,7 @@ class RowChecker:
             for k in touched:
                 left_alone = int(k in base) - sum(r[key] == k for r in before)  # its rows the patch leaves be
                 now = [tuple(r[f] for f in fields) for r in after if r[key] == k]
-                if t == "patients":
+                if not fields:  # only looked up (a patient): any row of the id keeps it there
                     overlay[k] = True if left_alone or now else _GONE
                 elif left_alone + len(now) > 1:
                     return None
@@ -508,13 +510,12 @@ class RowChecker:
                     overlay[k] = base[k]
                 else:
                     overlay[k] = now[0] if now else _GONE
-            if t == "patients":
-                under.patients = _Overlay(base, overlay)
-            elif t == "admissions":
-                under.admissions = _Overlay(base, overlay)
-            else:
-                under.stays = _Overlay(base, overlay)
+            setattr(under, _CHECKER_ATTRIBUTE[t], _Overlay(base, overlay))
         return under
+
+    def entity_ids(self, t: str):
+        """The ids of entity table ``t`` (patients: a set; admissions, stays: id -> the fields read)."""
+        return getattr(self, _CHECKER_ATTRIBUTE[t])
 
     def with_usual(self, units: dict[tuple[str, str], tuple[str | None, int]]) -> "RowChecker":
         """This checker with these items' usual units (``usual_of``'s (unit, margin); (None, 0): the item
@@ -557,11 +558,11 @@ class RowChecker:
                 if None not in k and len(facts[k]) > 1:
                     out.append((AnomalyKind.CONFLICTING_VALUES, r[ROW_ID],
                                 f"another row of the same {'/'.join(key)} records a different {'/'.join(values)}"))
-        entity_ids = {"patients": self.patients, "admissions": self.admissions, "icustays": self.stays}
         for r in inside:
             for col, target in spec.links.items():
                 entity, _ = LINK_TARGETS[col]
-                if target == entity and entity != t and r.get(col) is not None and r[col] not in entity_ids[entity]:
+                if target == entity and entity != t and r.get(col) is not None \
+                        and r[col] not in self.entity_ids(entity):
                     out.append((AnomalyKind.DANGLING_LINK, r[ROW_ID], f"{col} {r[col]} is not in {entity}"))
             if t in ITEM_LINKS:
                 col, dictionary, _ = ITEM_LINKS[t]
