@@ -168,7 +168,7 @@ class PartnerRows:
 
     def rows(self, con: duckdb.DuckDBPyConnection, table_name: str, ids: list[int], patch: Patch) -> list[Row]:
         """The scope rows ``ids`` of ``table_name`` and their partners on the database as ``patch`` leaves
-        it (``con`` has the patch's views laid), sorted by row id."""
+        it (``con`` reads that database: ``patched_on_demand``'s object), sorted by row id."""
         found = self._patched_in_python(table_name, ids, patch)
         if found is None:
             self.read_by_sql += 1

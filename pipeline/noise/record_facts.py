@@ -210,8 +210,9 @@ class FactReader:
             "AND schema_name = 'main'").fetchall()}
         self._indexes: dict[NameSource, _NameIndex] = {}
         self._expected: frozenset[int] = frozenset()  # patients the tasks to read name (``expect``)
-        # A cursor is a connection of its own: the patch views laid on self.con do not reach it, so what
-        # is read through it while a task's patch is laid (names, partner rows) is the source as it is.
+        # A cursor is a connection of its own: a patch applied on self.con (views, or statements that
+        # carry it) does not reach it, so what is read through it meanwhile (names, partner rows) is the
+        # source as it is.
         self._unpatched = con.cursor()
         casts = Casts(self._unpatched)
         self.partners = PartnerRows(self._unpatched, casts=casts)
@@ -478,15 +479,17 @@ class FactReader:
     def _gold(self, template, slots: dict[str, str], task: Task) -> Observed:
         return self.observe(template.render_sql(slots), task.answer_type, template, task.patch)
 
-    def observe(self, sql: str, answer_type: AnswerType, template, patch: Patch, *, laid: bool = True) -> Observed:
-        """``sql``'s answer on the database as ``patch`` leaves it: asked of ``self.con`` inside
-        ``_patched`` (``laid=True``), or (``laid=False``) with the patch carried in the statement."""
+    def observe(self, sql: str, answer_type: AnswerType, template, patch: Patch, *,
+                within_patched: bool = True) -> Observed:
+        """``sql``'s answer on the database as ``patch`` leaves it: asked of ``self.con`` within
+        ``_patched``, which applies the patch, or (``within_patched=False``, on the unpatched
+        connection) with the patch carried in the statement."""
         decimals = int(getattr(template, "decimals", 2))
         known = self.clean_answers.get(sql, answer_type, decimals, patch)
         if known is not None:
             return Observed(known)
         rows = self.memo.rows(patch, sql, lambda: self.con.execute(
-            sql if laid else patched_statement(sql, patch, self.catalog)).fetchall())
+            sql if within_patched else patched_statement(sql, patch, self.catalog)).fetchall())
         return observe(answer_type, rows, decimals=decimals)
 
     def _scope(self, evidence_sql: str) -> dict[str, list[int]]:
@@ -721,12 +724,13 @@ class FactReader:
         return out
 
     def _set_aside(self, task: Task, template, slots, patches: dict[Status, Patch]) -> dict[Status, Observed]:
-        """The answer with each status's rows set aside: one statement carrying its patch each, run once
-        the task's own views are gone."""
+        """The answer with each status's rows set aside: one statement carrying its patch each, run on
+        the unpatched connection once the task's own block (``_patched``) has ended."""
         sql = template.render_sql(slots)
         out: dict[Status, Observed] = {}
         for status, merged in patches.items():
-            out[status] = self.observe(sql, task.answer_type, template, self._without_no_ops(merged), laid=False)
+            out[status] = self.observe(sql, task.answer_type, template, self._without_no_ops(merged),
+                                       within_patched=False)
         return out
 
     def _without_no_ops(self, patch: Patch) -> Patch:
