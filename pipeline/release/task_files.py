@@ -36,8 +36,14 @@ def tasks_table(tasks: Iterable[Task]) -> pa.Table:
 
 def split_tables(table: pa.Table) -> dict[str, pa.Table]:
     """Split name -> its tasks of ``table`` (whose ``split`` column is set), in the release's row order:
-    the rows ``tasks_table`` gives for the same tasks, without turning them into ``Task`` objects."""
+    the rows ``tasks_table`` gives for the same tasks, without turning them into ``Task`` objects.
+    A task without one of the three splits is refused: it would silently miss every file."""
     table = table.cast(arrow_schema())
+    known = pa.array([s.value for s in Split])
+    stray = table.filter(pc.invert(pc.fill_null(pc.is_in(table.column("split"), value_set=known), False)))
+    if stray.num_rows:
+        raise ValueError(f"{stray.num_rows} task(s) have no split among {known.to_pylist()}, "
+                         f"e.g. {stray.column('task_id').to_pylist()[:5]}")
     return {s.value: table.filter(pc.equal(table.column("split"), s.value)).sort_by("task_id").combine_chunks()
             for s in Split}
 

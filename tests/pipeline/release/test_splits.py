@@ -138,3 +138,15 @@ def test_a_table_with_an_unknown_level_is_refused_naming_the_task(tasks):
     broken = table.set_column(table.schema.get_field_index("level"), "level", pa.array(levels, pa.string()))
     with pytest.raises(ValueError, match=f"task {tasks[1].task_id}: level 'ward'"):
         with_splits(broken)
+
+
+@pytest.mark.parametrize("bad", [None, "holdout"])
+def test_a_task_without_one_of_the_three_splits_is_refused_before_any_file_is_made(bad, tasks):
+    import pyarrow as pa
+
+    table = with_splits(tasks_to_arrow(tasks[:4]))
+    splits = table.column("split").to_pylist()
+    splits[2] = bad
+    broken = table.set_column(table.schema.get_field_index("split"), "split", pa.array(splits, pa.string()))
+    with pytest.raises(ValueError, match=rf"1 task\(s\) have no split .*{tasks[2].task_id}"):
+        split_tables(broken)
