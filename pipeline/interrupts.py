@@ -20,6 +20,8 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 _STOPPING = (signal.SIGINT, signal.SIGTERM)
 
@@ -84,7 +86,28 @@ class InterruptWatch:
             self._previous_hook(unraisable)
 
 
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """Within the block, SIGINT and SIGTERM wait; one that arrived is handled as the block ends.
+
+    For a fork: libraries' fork hooks are Python code (filelock's record what each thread holds),
+    and a KeyboardInterrupt raised inside one leaves it half done; its after-fork hook then printed a
+    traceback. A forked child starts with the signals still held: ``forget_in_child`` lets them in.
+    Only the main thread receives them here; the block is for code that forks, which no other thread
+    is running beside (``pipeline.background``)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPPING)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 def forget_in_child() -> None:
-    """In a forked worker: its own signals are not the build's (the parent stops it by SIGTERM)."""
+    """In a forked worker: its own signals are not the build's (the parent stops it by SIGTERM), and
+    those the fork held (``signals_held``) reach it again."""
     if threading.current_thread() is threading.main_thread():
         signal.set_wakeup_fd(-1)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPPING)

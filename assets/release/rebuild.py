@@ -22,7 +22,7 @@ import dagster as dg
 
 from assets.gate import EVIDENCE
 from assets.release.interrupts import INTERRUPTS, is_interrupt
-from pipeline.interrupts import InterruptWatch, forget_in_child
+from pipeline.interrupts import InterruptWatch, forget_in_child, signals_held
 from pipeline.progress import ProgressEvent, listening
 
 
@@ -298,9 +298,10 @@ def _run_partitions(everything, resources, instance, key, partitions, run_config
                 receive, send = context.Pipe(duplex=False)
                 child = context.Process(target=_partition_worker, args=(key, partition, run_config, send),
                                         name=f"{name}[{partition}]", daemon=True)
-                child.start()
-                send.close()  # the child holds the only write end: its exit is the pipe's end
-                running[receive] = (index, child)
+                with signals_held():  # a Ctrl-C lands after the fork, with the child already known to _stop
+                    child.start()
+                    send.close()  # the child holds the only write end: its exit is the pipe's end
+                    running[receive] = (index, child)
             for receive in wait(list(running)):
                 index, child = running[receive]
                 try:
