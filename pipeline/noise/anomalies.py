@@ -558,11 +558,11 @@ class RowChecker:
                 if None not in k and len(facts[k]) > 1:
                     out.append((AnomalyKind.CONFLICTING_VALUES, r[ROW_ID],
                                 f"another row of the same {'/'.join(key)} records a different {'/'.join(values)}"))
+        ids_of = {entity: self.entity_ids(entity) for entity in _CHECKER_ATTRIBUTE}  # once, not per row
         for r in inside:
             for col, target in spec.links.items():
                 entity, _ = LINK_TARGETS[col]
-                if target == entity and entity != t and r.get(col) is not None \
-                        and r[col] not in self.entity_ids(entity):
+                if target == entity and entity != t and r.get(col) is not None and r[col] not in ids_of[entity]:
                     out.append((AnomalyKind.DANGLING_LINK, r[ROW_ID], f"{col} {r[col]} is not in {entity}"))
             if t in ITEM_LINKS:
                 col, dictionary, _ = ITEM_LINKS[t]

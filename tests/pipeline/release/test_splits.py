@@ -2,6 +2,7 @@
 
 from collections import Counter, defaultdict
 
+import pyarrow as pa
 import pytest
 
 from pipeline.release.splits import assign_splits, normalise_shares, split_groups, with_splits
@@ -130,8 +131,6 @@ def test_a_table_of_tasks_gets_the_splits_assign_splits_gives_the_tasks(trust, t
 
 
 def test_a_table_with_an_unknown_level_is_refused_naming_the_task(tasks):
-    import pyarrow as pa
-
     table = tasks_to_arrow(tasks[:3])
     levels = table.column("level").to_pylist()
     levels[1] = "ward"
@@ -142,8 +141,6 @@ def test_a_table_with_an_unknown_level_is_refused_naming_the_task(tasks):
 
 @pytest.mark.parametrize("bad", [None, "holdout"])
 def test_a_task_without_one_of_the_three_splits_is_refused_before_any_file_is_made(bad, tasks):
-    import pyarrow as pa
-
     table = with_splits(tasks_to_arrow(tasks[:4]))
     splits = table.column("split").to_pylist()
     splits[2] = bad
