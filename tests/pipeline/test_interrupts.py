@@ -83,9 +83,13 @@ def test_a_forked_child_gets_the_held_signals_back():
     with signals_held():
         pid = os.fork()
         if pid == 0:  # the child: exit status 0 only if the fork held SIGINT and forget_in_child let it in
-            held = signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
-            forget_in_child()
-            os._exit(0 if held and signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, []) else 1)
+            code = 1
+            try:
+                held = signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+                forget_in_child()
+                code = 0 if held and signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, []) else 1
+            finally:
+                os._exit(code)  # never back into pytest's own loop, whatever happened
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, []), "the parent's signals stay held"
