@@ -1,4 +1,5 @@
-"""``robustgym build`` in a child process, with each stage's wall time and the child's peak memory.
+"""``robustgym build`` in a child process, with each stage's wall time, the child's peak memory and the
+CPU it spent (its workers included).
 
 A stage's wall time runs from the line where the build announces it (``[k/N] asset ...``, or
 ``[k-m/N] asset[p1], asset[p2] ... (2 at a time)`` for partitions built together) to the line where
@@ -6,6 +7,7 @@ its last step reports (``[k/N] asset[p] ok in S s``); the step seconds are summe
 stage shows both what it cost and how long it took.
 """
 
+import math
 import os
 import re
 import subprocess
@@ -34,6 +36,9 @@ class BuildRun:
     code: int
     peak_rss_mib: float  # the largest process of the build (its forked workers included)
     tail: str  # the last lines of its stderr, for a failure
+    # User + system seconds of the build and every worker it waited for (NaN in results saved before it
+    # was recorded: scale.py reads those back).
+    cpu: float = math.nan
 
 
 def timed_build(build_args: list[str], workers: int, work: Path) -> BuildRun:
@@ -61,4 +66,5 @@ def timed_build(build_args: list[str], workers: int, work: Path) -> BuildRun:
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - started
     stages = [StageTime(a, ended[a] - began[a], sum(seconds[a]), len(seconds[a])) for a in began if a in ended]
-    return BuildRun(wall, stages, os.waitstatus_to_exitcode(status), usage.ru_maxrss / 1024, "\n".join(tail))
+    return BuildRun(wall, stages, os.waitstatus_to_exitcode(status), usage.ru_maxrss / 1024, "\n".join(tail),
+                    cpu=usage.ru_utime + usage.ru_stime)
