@@ -15,13 +15,16 @@ passed) and answers each one's gold SQL under its patch twice:
   by a correlated subquery (an anti-join per draft over ``chartevents`` was 20x slower than one by
   one).
 
-It prints, per level, the seconds each way (the best of three rounds) and how many twins' rows differ
+``--statement evidence`` asks the template's evidence SQL instead, the statement the label check
+runs for a twin whose patch the evidence query reads (``FactReader._scope``). It prints, per level,
+the seconds each way (the best of three rounds) and how many twins' rows differ
 (floats compared to 9 significant digits: a sum over rows in another order may differ in its last
 digit); a group whose batched statement DuckDB fails to plan is asked one by one and named.
 Nothing in the pipeline uses this yet: the builder proves a twin's drafts one at a time, the next
 chosen by the last one's verdict, so using it means proving drafts ahead of being asked.
 
     python benchmarks/batched_proofs.py --data DATA_DIR [--levels record value] [--top 12]
+                                        [--statement gold|evidence]
 
 ``DATA_DIR`` is a build's data directory (``robustgym build --data-dir DATA_DIR``): its
 ``source.duckdb``, ``clean_tasks/`` and ``noise/<level>.parquet``.
@@ -51,9 +54,10 @@ def _name(prefix: str, table_name: str, column: str = "") -> str:
     return f'"__{prefix}_{table_name}{"_" + column if column else ""}"'
 
 
-def batched_statement(template: Template, fillings: list[dict[str, str]], patches: list[Patch], catalog: str) -> str:
-    """One statement giving ``template``'s gold rows for every (filling, patch), each row led by the
-    index of its filling (``__k``)."""
+def batched_statement(template: Template, fillings: list[dict[str, str]], patches: list[Patch], catalog: str,
+                      statement: str = "gold_sql") -> str:
+    """One statement giving the rows of ``template``'s ``statement`` (``gold_sql`` or ``evidence_sql``)
+    for every (filling, patch), each row led by the index of its filling (``__k``)."""
     slots = list(template.slots)
     values = ", ".join("(" + ", ".join([str(k)] + [sql_literal(template.slots[n], f[n]) for n in slots]) + ")"
                        for k, f in enumerate(fillings))
@@ -106,20 +110,25 @@ def batched_statement(template: Template, fillings: list[dict[str, str]], patche
         if replace:
             select += f" REPLACE ({', '.join(replace)})"
         inner.append(f'"{table_name}" AS ({select} FROM {_name("p", table_name)} WHERE {keep})')
-    gold = template.over_columns(template.gold_sql, "__c")
+    asked = template.over_columns(getattr(template, statement), "__c")
     return (f"WITH {', '.join(ctes)} SELECT __c.__k, __g.* FROM __c0 AS __c, "
-            f"LATERAL (WITH {', '.join(inner)} {gold}) AS __g")
+            f"LATERAL (WITH {', '.join(inner)} {asked}) AS __g")
 
 
 def _rounded(rows: list[tuple]) -> list[tuple]:
     return sorted((tuple(float(f"{v:.9g}") if isinstance(v, float) else v for v in r) for r in rows), key=repr)
 
 
-def _one_by_one(con, catalog: str, work: list[tuple[Task, Task]]) -> list[list[tuple]]:
-    return [con.execute(patched_statement(clean.gold_sql, twin.patch, catalog)).fetchall() for clean, twin in work]
+def _one_by_one(con, catalog: str, work: list[tuple[Task, Task]], statement: str) -> list[list[tuple]]:
+    out = []
+    for clean, twin in work:
+        template = REGISTRY.get(clean.template_id)
+        sql = template.fill(getattr(template, statement), {s.name: s.value for s in clean.slots})
+        out.append(con.execute(patched_statement(sql, twin.patch, catalog)).fetchall())
+    return out
 
 
-def _batched(con, catalog: str, work: list[tuple[Task, Task]], size: int | None,
+def _batched(con, catalog: str, work: list[tuple[Task, Task]], size: int | None, statement: str,
              unplanned: set | None = None) -> list[list[tuple]]:
     """Rows per twin, asked a template group at a time. A group DuckDB fails to plan is asked one by one
     and its template id added to ``unplanned``."""
@@ -133,13 +142,13 @@ def _batched(con, catalog: str, work: list[tuple[Task, Task]], size: int | None,
         for start in range(0, len(members), step):
             part = members[start:start + step]
             sql = batched_statement(template, [{s.name: s.value for s in work[i][0].slots} for i in part],
-                                    [work[i][1].patch for i in part], catalog)
+                                    [work[i][1].patch for i in part], catalog, statement)
             try:
                 rows = con.execute(sql).fetchall()
             except duckdb.Error:
                 if unplanned is not None:
                     unplanned.add(template_id)
-                for i, found in zip(part, _one_by_one(con, catalog, [work[i] for i in part])):
+                for i, found in zip(part, _one_by_one(con, catalog, [work[i] for i in part], statement)):
                     out[i] = found
                 continue
             for k, *row in rows:
@@ -161,7 +170,11 @@ def main() -> int:
     parser.add_argument("--data", type=Path, required=True, help="a build's data directory")
     parser.add_argument("--levels", nargs="+", default=["record", "value"], choices=["record", "value"])
     parser.add_argument("--top", type=int, default=12, help="largest template groups to list (default 12)")
+    parser.add_argument("--statement", choices=["gold", "evidence"], default="gold",
+                        help="the template statement asked: gold (the proofs) or evidence (the label check's "
+                             "scope reads); default gold")
     args = parser.parse_args()
+    statement = f"{args.statement}_sql"
     db = args.data / "source.duckdb"
     if not db.exists():
         print(f"{db} does not exist: pass the data directory of a build (robustgym build --data-dir)", file=sys.stderr)
@@ -176,10 +189,10 @@ def main() -> int:
     for level in args.levels:
         path = twins_path(args.data / "noise", NoiseLevel(level))
         work = [(clean[t.clean_task_id], t) for t in read_twins(path)]
-        single_s, single = _timed(lambda: _one_by_one(con, catalog, work))
+        single_s, single = _timed(lambda: _one_by_one(con, catalog, work, statement))
         unplanned: set[str] = set()
-        whole_s, whole = _timed(lambda: _batched(con, catalog, work, None, unplanned))
-        part_s, part = _timed(lambda: _batched(con, catalog, work, BATCH, unplanned))
+        whole_s, whole = _timed(lambda: _batched(con, catalog, work, None, statement, unplanned))
+        part_s, part = _timed(lambda: _batched(con, catalog, work, BATCH, statement, unplanned))
         differ = sum(_rounded(a) != _rounded(b) or _rounded(a) != _rounded(c) for a, b, c in zip(single, whole, part))
         groups = defaultdict(list)
         for i, (c, t) in enumerate(work):
@@ -190,8 +203,8 @@ def main() -> int:
                          "(asked one by one)")
         for key, members in groups.items():
             subset = [work[i] for i in members]
-            by_group[key] = [len(members), _timed(lambda: _one_by_one(con, catalog, subset))[0],
-                             _timed(lambda: _batched(con, catalog, subset, None, set()))[0]]
+            by_group[key] = [len(members), _timed(lambda: _one_by_one(con, catalog, subset, statement))[0],
+                             _timed(lambda: _batched(con, catalog, subset, None, statement, set()))[0]]
     for note in notes:
         print(f"\n{note}")
     print(f"\nThe {args.top} largest groups (level, template, patched tables), ms per twin:\n")
