@@ -40,7 +40,7 @@ import duckdb
 
 from pipeline.duckdb_memory import open_read_only
 from pipeline.noise.task_files import read_clean_tasks, read_twins, twins_path
-from pipeline.patching import _literal, patched_statement  # _literal: the very casts a patch uses
+from pipeline.patching import _literal, added_row_columns, patched_statement  # a patch's own casts
 from pipeline.schema import ROW_ID, table
 from pipeline.task_model import Patch, Task
 from pipeline.templates import REGISTRY
@@ -77,11 +77,7 @@ def batched_statement(template: Template, fillings: list[dict[str, str]], patche
                 if change.table == table_name:
                     value = _literal(change.value, t.column(change.column).type)
                     updated[change.column][change.row_id].append((k, value))
-            for row in patch.add:
-                if row.table == table_name:
-                    given = {cv.column: cv.value for cv in row.values}
-                    added.append([f"{k}", f"CAST({row.row_id} AS BIGINT)"] +
-                                 [_literal(given.get(c.name), c.type) for c in t.columns])
+            added += [[f"{k}"] + added_row_columns(t, row) for row in patch.add if row.table == table_name]
         extra_cols, joins = [], []
         if hidden:
             rows = ", ".join(f"({rid}, {ks})" for rid, ks in sorted(hidden.items()))
@@ -193,7 +189,8 @@ def main() -> int:
         unplanned: set[str] = set()
         whole_s, whole = _timed(lambda: _batched(con, catalog, work, None, statement, unplanned))
         part_s, part = _timed(lambda: _batched(con, catalog, work, BATCH, statement, unplanned))
-        differ = sum(_rounded(a) != _rounded(b) or _rounded(a) != _rounded(c) for a, b, c in zip(single, whole, part))
+        differ = sum(_rounded(b) != ra or _rounded(c) != ra
+                     for ra, b, c in zip(map(_rounded, single), whole, part))
         groups = defaultdict(list)
         for i, (c, t) in enumerate(work):
             groups[(level, c.template_id, ", ".join(sorted(t.patch.tables)))].append(i)

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 import duckdb
 
 from pipeline.schema import ROW_ID, Table, table
-from pipeline.task_model import Patch
+from pipeline.task_model import AddedRow, Patch
 
 
 def _literal(value: str | None, type_: str) -> str:
@@ -46,17 +46,21 @@ def patched_select(t: Table, patch: Patch, source: str) -> str:
     sql = f"{select} FROM {source}"
     if hidden:
         sql += f" WHERE {ROW_ID} NOT IN ({', '.join(map(str, hidden))})"
-    added = [a for a in patch.add if a.table == t.name]
-    for row in added:
-        given = {cv.column: cv.value for cv in row.values}
-        unknown = set(given) - set(t.column_names)
-        if unknown:
-            raise ValueError(f"patch adds a row to {t.name!r} with unknown columns {sorted(unknown)}")
-        cols = [f"CAST({row.row_id} AS BIGINT) AS {ROW_ID}"] + [
-            f'{_literal(given.get(c.name), c.type)} AS "{c.name}"' for c in t.columns
-        ]
-        sql += " UNION ALL SELECT " + ", ".join(cols)
+    for row in patch.add:
+        if row.table == t.name:
+            sql += " UNION ALL SELECT " + ", ".join(added_row_columns(t, row))
     return sql
+
+
+def added_row_columns(t: Table, row: AddedRow) -> list[str]:
+    """The select list of one added row of ``t``: its ``row_id``, then every column cast to its type."""
+    given = {cv.column: cv.value for cv in row.values}
+    unknown = set(given) - set(t.column_names)
+    if unknown:
+        raise ValueError(f"patch adds a row to {t.name!r} with unknown columns {sorted(unknown)}")
+    return [f"CAST({row.row_id} AS BIGINT) AS {ROW_ID}"] + [
+        f'{_literal(given.get(c.name), c.type)} AS "{c.name}"' for c in t.columns
+    ]
 
 
 @contextmanager
