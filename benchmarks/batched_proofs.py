@@ -146,7 +146,8 @@ def _batched(con, catalog: str, work: list[tuple[Task, Task]], size: int | None,
             except duckdb.Error:
                 rows = _without_projection_pullup(con, sql)
                 if unplanned is not None:
-                    unplanned[template_id] = "planned with projection_pullup off" if rows is not None else "asked one by one"
+                    unplanned[template_id] = ("planned with projection_pullup off" if rows is not None
+                                              else "asked one by one")
                 if rows is None:
                     for i, found in zip(part, _one_by_one(con, catalog, [work[i] for i in part], statement)):
                         out[i] = found
