@@ -42,7 +42,8 @@ import duckdb
 
 from pipeline.duckdb_memory import open_read_only
 from pipeline.noise.task_files import read_clean_tasks, read_twins, twins_path
-from pipeline.patching import _literal, added_row_columns, patched_statement  # a patch's own casts
+# A patch's own casts and source-table names, so the batched statement reads what a patched one reads.
+from pipeline.patching import _literal, _source_table, added_row_columns, patched_statement
 from pipeline.schema import ROW_ID, table
 from pipeline.task_model import Patch, Task
 from pipeline.templates import REGISTRY
@@ -92,7 +93,7 @@ def batched_statement(template: Template, fillings: list[dict[str, str]], patche
             ctes.append(f"{_name('u', table_name, column)}({ROW_ID}, \"__m_{column}\") AS (VALUES {rows})")
             extra_cols.append(f'"__m_{column}"')
             joins.append(f"LEFT JOIN {_name('u', table_name, column)} USING ({ROW_ID})")
-        source = f'"{catalog}".main."{table_name}"'
+        source = _source_table(catalog, table_name)
         carried = "".join(", " + c for c in extra_cols)
         laid = f"SELECT CAST(NULL AS INTEGER) AS __draft, s.*{carried} FROM {source} AS s " + " ".join(joins)
         for row in added:
@@ -126,15 +127,20 @@ def _one_by_one(con, catalog: str, work: list[tuple[Task, Task]], statement: str
     return out
 
 
+def _groups(work: list[tuple[Task, Task]]) -> dict[tuple[str, tuple[str, ...]], list[int]]:
+    """The twins' indices by (template id, the tables their patch touches): one batched statement each."""
+    groups: dict[tuple[str, tuple[str, ...]], list[int]] = defaultdict(list)
+    for i, (clean, twin) in enumerate(work):
+        groups[(clean.template_id, tuple(sorted(twin.patch.tables)))].append(i)
+    return groups
+
+
 def _batched(con, catalog: str, work: list[tuple[Task, Task]], size: int | None, statement: str,
              unplanned: dict | None = None) -> list[list[tuple]]:
     """Rows per twin, asked a template group at a time. A group DuckDB fails to plan is asked again with
     ``projection_pullup`` off, else one by one; ``unplanned`` records which, by template id."""
     out: list[list[tuple]] = [[] for _ in work]
-    groups: dict[tuple, list[int]] = defaultdict(list)
-    for i, (clean, twin) in enumerate(work):
-        groups[(clean.template_id, tuple(sorted(twin.patch.tables)))].append(i)
-    for (template_id, _), members in groups.items():
+    for (template_id, _), members in _groups(work).items():
         template = REGISTRY.get(template_id)
         step = size or len(members)
         for start in range(0, len(members), step):
@@ -210,17 +216,16 @@ def main() -> int:
         part_s, part = _timed(lambda: _batched(con, catalog, work, BATCH, statement, unplanned))
         differ = sum(_rounded(b) != ra or _rounded(c) != ra
                      for ra, b, c in zip(map(_rounded, single), whole, part))
-        groups = defaultdict(list)
-        for i, (c, t) in enumerate(work):
-            groups[(level, c.template_id, ", ".join(sorted(t.patch.tables)))].append(i)
+        groups = _groups(work)
         print(f"| {level} | {len(work)} | {len(groups)} | {single_s:.2f} | {whole_s:.2f} | {part_s:.2f} | {differ} |")
         if unplanned:
             asked = ", ".join(f"{t} ({how})" for t, how in sorted(unplanned.items()))
             notes.append(f"{level}: DuckDB failed to plan the batched statement of {asked}")
-        for key, members in groups.items():
+        for (template_id, tables), members in groups.items():
             subset = [work[i] for i in members]
-            by_group[key] = [len(members), _timed(lambda: _one_by_one(con, catalog, subset, statement))[0],
-                             _timed(lambda: _batched(con, catalog, subset, None, statement, {}))[0]]
+            by_group[(level, template_id, ", ".join(tables))] = [
+                len(members), _timed(lambda: _one_by_one(con, catalog, subset, statement))[0],
+                _timed(lambda: _batched(con, catalog, subset, None, statement, {}))[0]]
     for note in notes:
         print(f"\n{note}")
     print(f"\nThe {args.top} largest groups (level, template, patched tables), ms per twin:\n")
