@@ -12,6 +12,7 @@ config declares a field of that name (``seed`` reaches the source, the templates
 release stages alike), so the runner does not hard-code the stages' config classes.
 """
 
+import resource
 import signal
 import threading
 import time
@@ -55,6 +56,9 @@ class Step:
     failed_checks: tuple[FailedCheck, ...] = ()
     error: str | None = None
     metadata: dict = field(default_factory=dict)  # the materialization's metadata, as text
+    # User + system seconds of the step's process and of the processes it started and waited for (the
+    # SQL sandboxes of the reference agents): on a busy machine the wall time moves, the CPU much less.
+    cpu: float | None = None
 
     @property
     def label(self) -> str:
@@ -123,16 +127,24 @@ def check_evaluations(instance: dg.DagsterInstance, run_id: str) -> list[dg.Asse
     return [r.dagster_event.event_specific_data for r in records if r.dagster_event]
 
 
+def _cpu_seconds() -> float:
+    """CPU this process and its waited-for children have spent so far. A step's share is a difference:
+    a forked worker runs one step, and the parent runs its steps one at a time and joins its forked
+    workers only between them."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def _materialize(everything, resources, instance, key: dg.AssetKey, partition: str | None, run_config: dict,
                  say: Callable[[str], None]) -> Step:
     """One asset (one partition of it) in one run; what the run did, as plain data."""
     name = key.to_user_string()
-    started = time.perf_counter()
+    started, cpu_before = time.perf_counter(), _cpu_seconds()
     with listening(say):
         result = dg.materialize(everything, selection=dg.AssetSelection.assets(key), partition_key=partition,
                                 resources=resources, run_config=run_config or None, instance=instance,
                                 raise_on_error=False)
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, _cpu_seconds() - cpu_before
     failed = tuple(
         FailedCheck(e.asset_key.to_user_string(), e.check_name, e.severity.value,
                     {k: _text(v) for k, v in e.metadata.items()})
@@ -144,7 +156,7 @@ def _materialize(everything, resources, instance, key: dg.AssetKey, partition: s
         error = "; ".join(messages) or "the run failed"
     metadata = {k: _text(v) for ev in result.get_asset_materialization_events()
                 for k, v in ev.materialization.metadata.items()}
-    return Step(name, partition, result.success, seconds, failed, error, metadata)
+    return Step(name, partition, result.success, seconds, failed, error, metadata, cpu)
 
 
 # What a forked worker needs and cannot be handed as an argument (definitions hold closures): set by
@@ -227,7 +239,8 @@ def run_graph(defs: dg.Definitions, *, settings: Mapping[str, object], resources
         warnings = [c for c in step.failed_checks if c.severity != dg.AssetCheckSeverity.ERROR.value]
         if warnings:
             note += f" ({len(warnings)} check warning(s))"
-        say(f"[{len(run.steps)}/{total}] {step.label} {note} in {step.seconds:.1f} s")
+        cpu = f", {step.cpu:.1f} s of CPU" if step.cpu is not None else ""
+        say(f"[{len(run.steps)}/{total}] {step.label} {note} in {step.seconds:.1f} s{cpu}")
         for c in warnings:
             say(f"  warning {c.asset}.{c.check}:\n" + _indent(c.evidence))
         return step.success

@@ -65,3 +65,28 @@ def test_a_failing_partition_fails_the_parallel_build_where_a_serial_build_fails
     assert not run.success
     assert (run.failed.asset, run.failed.partition) == (AssetName.NOISE_PAIRS.value, "record")
     assert not (paths.releases / "1.0.0").exists()
+
+
+_BURN = "import time; end = time.process_time() + 0.4\nwhile time.process_time() < end: pass"
+
+
+@dg.asset(partitions_def=dg.StaticPartitionsDefinition(["a", "b"]))
+def _burns_in_a_child() -> None:
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, "-c", _BURN], check=True)
+
+
+def test_a_steps_cpu_counts_the_processes_it_waited_for(capsys):
+    # The reference agents' SQL runs in sandbox processes: a step's CPU that left them out would hide
+    # what the noise stage costs. Serial (in this process) and forked alike.
+    for workers in (1, 2):
+        said: list[str] = []
+        run = run_graph(dg.Definitions(assets=[_burns_in_a_child]), settings={}, progress=said.append,
+                        log_level="CRITICAL", workers=workers)
+        assert run.success, run.failed and run.failed.error
+        assert [s.partition for s in run.steps] == ["a", "b"]
+        for step in run.steps:
+            assert step.cpu is not None and step.cpu >= 0.35, (workers, step)
+            assert any(m.endswith(f"{step.label} ok in {step.seconds:.1f} s, {step.cpu:.1f} s of CPU") for m in said)
