@@ -90,11 +90,17 @@ def _connection(db: duckdb.DuckDBPyConnection | str | Path):
         con.close()
 
 
+BUILDER_MEMO_SIZE = 4096
+
+
 class _Builder:
     def __init__(self, con: duckdb.DuckDBPyConnection, config: NoiseConfig, seed: int, templates, flagged=None):
         self.con, self.config, self.seed = con, config, seed
         self.lookup = SourceLookup(con)
-        memo = RowsMemo()  # a twin's proof and label check ask its gold SQL once between them
+        # A twin's proof and label check ask its gold SQL once between them; and a value twin's answer with
+        # its row set aside is asked again by a later twin of the same row, a thousand or more asks
+        # later (a gold answer is a few rows: thousands of them are a few megabytes).
+        memo = RowsMemo(size=BUILDER_MEMO_SIZE)
         self.clean_answers = CleanAnswers()  # filled once the clean tasks are read
         self.prover = Prover(con, memo, self.clean_answers)
         self.reader = FactReader(con, templates, flagged=flagged, memo=memo, clean_answers=self.clean_answers)
