@@ -1,8 +1,8 @@
 """The whole pipeline, synthetic generation through the published release, at growing patient counts.
 
 Each size is one ``robustgym build --patients N`` in its own process (``build_timing``), so its peak
-memory is its own. Per size: each stage's wall time, the build's peak RSS, the source database's
-size and rows, clean tasks and twins. Then each stage's growth exponent b in ``seconds = a x rows^b``
+memory is its own. Per size: each stage's wall time, the build's peak RSS and CPU (its workers
+included), the source database's size and rows, clean tasks and twins. Then each stage's growth exponent b in ``seconds = a x rows^b``
 (least squares on logs) and the release time those fits predict for the full MIMIC-IV's 365K
 patients (rows grow with patients at the largest size's rows per patient). The task count is fixed
 by the config (``target_pairs``), so an exponent above 1 means a stage's cost per task grows with the
@@ -100,13 +100,14 @@ def main() -> int:
     print(f"\n{os.cpu_count()} cores, --workers {args.workers}; load average {load:.2f} before, "
           f"{os.getloadavg()[0]:.2f} after\n")
     print("| patients | load avg before/after | rows | DB MiB | clean tasks | twins | peak RSS MiB | whole release s | "
-          + " | ".join(f"{s} s" for s in stages) + " |")
-    print("| " + " | ".join(["---:"] * (8 + len(stages))) + " |")
+          "build CPU s | " + " | ".join(f"{s} s" for s in stages) + " |")
+    print("| " + " | ".join(["---:"] * (9 + len(stages))) + " |")
     for n, run, f in runs:
         by = {s.asset: s.wall for s in run.stages}
         load_pair = "/".join(f"{x:.1f}" for x in f.get("load", [])) or "-"
         print(f"| {n:,} | {load_pair} | {f['rows']:,} | {f['db_mib']:.0f} | {f['clean']:,} | {f['twins']:,} | "
-              f"{run.peak_rss_mib:.0f} | {run.wall:.0f} | " + " | ".join(f"{by.get(s, 0):.1f}" for s in stages) + " |")
+              f"{run.peak_rss_mib:.0f} | {run.wall:.0f} | {run.cpu:.0f} | "
+              + " | ".join(f"{by.get(s, 0):.1f}" for s in stages) + " |")
     if len(runs) < 2:
         return 0
     rows = [f["rows"] for _, _, f in runs]
