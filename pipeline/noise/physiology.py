@@ -6,8 +6,10 @@ measure itself, such as ``patients.anchor_age``), the unit MIMIC-IV records it i
 patient can physiologically show (wide on purpose: it bounds possibility, not normality; a value
 outside it is what ``implausible_value`` must produce and what the label check and the source audit
 call ``outside_limits``) and conversions to other units (what ``unit_mismatch`` writes: the value
-converted, the unit column relabelled, so converting back restores the clean value; and what an
-``implausible_value`` of mechanism ``unit_scale`` writes without relabelling).
+converted and charted with the precision the reading had, the unit column relabelled; and what an
+``implausible_value`` of mechanism ``unit_scale`` writes without relabelling). A reading keeps its
+precision whatever unit it is written in: 98.8 °F is charted 37.1 °C, not 37.1111111 °C, which no
+thermometer shows and whose digits alone would give the twin away (``charted_in_other_unit``).
 
 Items not listed get no implausible twin (nothing is surely impossible for them); their units
 convert by ``UNIT_CONVERSIONS`` (mL to L, mg to g, ...), the same way whatever the item.
@@ -15,6 +17,7 @@ convert by ``UNIT_CONVERSIONS`` (mL to L, mg to g, ...), the same way whatever t
 
 import math
 from dataclasses import dataclass
+from decimal import Decimal
 
 
 @dataclass(frozen=True)
@@ -239,3 +242,35 @@ def format_value(value: float) -> str:
     decimals = max(4, 8 - math.floor(math.log10(abs(value))))
     text = f"{value:.{decimals}f}".rstrip("0").rstrip(".")
     return "0" if text in ("-0", "") else text
+
+
+def recorded_digits(value: float) -> tuple[int, int]:
+    """(significant digits, decimals) of ``value`` as it was charted, read from its shortest decimal
+    form: 98.8 -> (3, 1), 140.0 -> (3, 0), 0.05 -> (1, 2). A whole number's trailing zeros count."""
+    text = format(Decimal(repr(abs(float(value)))), "f")  # the shortest form, never an exponent
+    whole, _, fraction = text.partition(".")
+    fraction = fraction.rstrip("0")
+    digits = (whole + fraction).lstrip("0")
+    return max(len(digits), 1), len(fraction)
+
+
+def charted_in_other_unit(converted: float, reading: float) -> float:
+    """``converted`` (``reading`` written in another unit) to the significant digits the reading was
+    charted with, at least two: a measurement is as precise in one unit as in another, and a
+    conversion's arithmetic adds no digits a device or a laboratory would report."""
+    if converted == 0 or not math.isfinite(converted):
+        return converted
+    return float(f"{converted:.{max(2, recorded_digits(reading)[0])}g}")
+
+
+def charted_like(value: float, reading: float) -> float:
+    """``value`` to the decimals ``reading`` was charted with: another reading of the same item in the
+    same unit, from the same device or laboratory."""
+    return round(value, recorded_digits(reading)[1])
+
+
+def written_back(conversion: Conversion, charted: float) -> str:
+    """A value charted in ``conversion.unit``, written back in the unit ``conversion`` converts from
+    (as a patch writes it): what converting an unusual unit back gives, for the injector and the label
+    check alike."""
+    return format_value(conversion.invert(charted))

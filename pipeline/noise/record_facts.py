@@ -33,7 +33,7 @@ from pipeline.noise.anomalies import ENCOUNTER_OF, STATUS_OF, UNIT_OF, USUAL_UNI
     RowChecker, all_usual_units_sql, anomalies_sql, anomalous_rows_sql, flag_rows, usual_of
 from pipeline.answers import Observed, observe
 from pipeline.noise.names import NAME_SOURCES, NAMED_KINDS, NameSource
-from pipeline.noise.physiology import conversions_for, format_value
+from pipeline.noise.physiology import conversions_for, written_back
 from pipeline.noise.case import CleanAnswers
 from pipeline.noise.partner_rows import Casts, PartnerRows, Row, SourceRows
 from pipeline.noise.row_roles import ENTITY_OF_SLOT, roles
@@ -770,7 +770,7 @@ class FactReader:
                          if c.unit.strip().lower() == str(row_unit).strip().lower()), None)
             if back is None:
                 return None
-            text = format_value(back.invert(float(value)))
+            text = written_back(back, float(value))
             changes += [ValueChange(table_name, row_id, value_col, text),
                         ValueChange(table_name, row_id, unit, usual[0])]
             mirror = roles(table_name).mirror_of(value_col)

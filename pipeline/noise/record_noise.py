@@ -27,7 +27,7 @@ from random import Random
 from pipeline.noise.case import CleanCase, SourceLookup, measure_of, sql_text
 from pipeline.noise.edits import as_number, copy_row, entity_tables, fact_tables, is_numeric, pick, row_ref
 from pipeline.noise.made_up import MadeUp
-from pipeline.noise.physiology import format_value, measured_item
+from pipeline.noise.physiology import charted_like, format_value, measured_item
 from pipeline.noise.registry import AnswerUnder, Applicability, Draft, DropReason, Effect, Injector, register
 from pipeline.noise.row_roles import LINK_COLUMNS, conflict_key, roles
 from pipeline.schema import ROW_ID, table
@@ -103,7 +103,11 @@ def _numeric_alternatives(table_name: str, row: dict, column: str, rng: Random) 
         if measured is not None:
             lo, hi = measured.plausible
             new = min(max(new, lo), hi)  # a conflicting value a monitor could really have charted
-        text = str(round(new)) if integer else format_value(round(new, 2) if abs(new) >= 1 else new)
+        # Charted as the item is: a second reading has the first one's decimals (a heart rate of 82 conflicts
+        # with 107, not with 106.6, whose decimal alone would mark it as the made-up one).
+        text = str(round(new)) if integer else format_value(charted_like(new, value))
+        if measured is not None and not lo <= float(text) <= hi:
+            continue  # rounded past a limit
         if text != sql_text(value) and as_number(text) != value and text not in out:
             out.append(text)
     return out

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from pipeline.noise.physiology import MeasuredItem, format_value
+from pipeline.noise.physiology import MeasuredItem, charted_in_other_unit, format_value
 
 NumberErrors = Callable[[float, MeasuredItem], list[float]]
 TimeErrors = Callable[[datetime | date, datetime | date], list[datetime | date]]
@@ -47,8 +47,9 @@ def _decimal_point_lost(value: float, item: MeasuredItem) -> list[float]:
 
 
 def _unit_scale(value: float, item: MeasuredItem) -> list[float]:
-    # The value measured in another unit, charted in this item's field without converting.
-    return [c.apply(value) for c in item.conversions]
+    # The value measured in another unit, charted in this item's field without converting, with the
+    # digits that measurement has.
+    return [charted_in_other_unit(c.apply(value), value) for c in item.conversions]
 
 
 def _transposed_digits(value: float, item: MeasuredItem) -> list[float]:

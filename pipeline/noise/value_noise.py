@@ -12,23 +12,28 @@ evidence rows of that table, one row per twin.
   and a replacement value is used once per item, so no value can be memorised. Accepted:
   ``implausible_value``, or the answer recomputed without the row, or ``no_evidence`` when nothing
   is left once the row is set aside.
-- ``unit_mismatch`` rewrites the value in another unit and relabels the row's unit column (only
-  where the table has one: a unit an agent can see is not the item's usual one). The conversion's
-  family (SI vs conventional, temperature scale, ...) is the mechanism. Accepted:
-  ``unit_inconsistency``, or the clean answer, which converting back restores (the twin's recorded
-  value converts back to the clean value within 1e-6, far inside any task's tolerance).
+- ``unit_mismatch`` rewrites the value in another unit, with the significant digits the reading was
+  charted with (``physiology.charted_in_other_unit``: 98.8 °F becomes 37.1 °C), and relabels the
+  row's unit column (only where the table has one: a unit an agent can see is not the item's usual
+  one). The conversion's family (SI vs conventional, temperature scale, ...) is the mechanism.
+  Accepted: ``unit_inconsistency``, or the answer the record gives once the value is converted back
+  to the usual unit, as the label check converts it: the clean answer when the charted digits
+  restore the reading exactly (438 mL charted 0.438 L), else the answer over the value they restore
+  (1.6 mg/dL charted 0.52 mmol/L converts back to 1.61).
 """
 
 import math
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import date, datetime
 from random import Random
 
 from pipeline.noise.anomalies import UNIT_OF
 from pipeline.noise.case import CleanCase, SourceLookup, measure_of, sql_text
 from pipeline.noise.edits import as_number, pick, set_value
-from pipeline.noise.physiology import ENDS_AFTER, conversion_family, conversions_for, format_value, measured_item
+from pipeline.noise.physiology import (ENDS_AFTER, Conversion, charted_in_other_unit, conversion_family, conversions_for,
+                                       format_value, measured_item, written_back)
 from pipeline.noise.registry import AnswerUnder, Applicability, Draft, DropReason, Effect, Injector, register
 from pipeline.noise.row_roles import roles
 from pipeline.noise.value_errors import MECHANISMS, Mechanism, outside
@@ -187,7 +192,7 @@ class UnitMismatch(Injector):
             rng.shuffle(conversions)
             conversions.sort(key=lambda c: usage.mechanisms[conversion_family(c.unit)])
             for conv in conversions[:1]:
-                text = format_value(conv.apply(value))
+                text = format_value(charted_in_other_unit(conv.apply(value), value))
                 if as_number(text) == value:
                     continue  # a zero that converts to zero would change nothing
                 updates = set_value(table_name, row, value_col, text) + set_value(table_name, row, unit_col, conv.unit)
@@ -199,18 +204,25 @@ class UnitMismatch(Injector):
 
     def accepted(self, case, draft, effect: Effect, answer_under: AnswerUnder):
         outcomes = [Outcome(Status.UNIT_INCONSISTENCY)]
-        if _round_trips(draft):
-            # Converting the value back gives the clean value to within 1e-6 of it, far inside any
-            # tolerance, so an agent that converts answers what the clean task answers.
+        back = _written_back(draft)
+        if as_number(back) == float(_param(draft, "original")):
+            # The charted digits restore the reading: an agent that converts answers the clean task's answer.
             outcomes.append(Outcome(Status.ANSWERED, case.task.answer))
+            return tuple(outcomes)
+        # The value converted back, in the usual unit; the same patch the label check sets the row aside with.
+        column = _param(draft, "column")
+        restored = {c: back for c in (column, roles(_param(draft, "table")).mirror_of(column)) if c}
+        restored |= {u.column: _param(draft, "original_unit") for u in draft.patch.update if u.column not in restored}
+        observed = answer_under(Patch(update=tuple(replace(u, value=restored[u.column]) for u in draft.patch.update)))
+        if observed.answer is not None:
+            outcomes.append(Outcome(Status.ANSWERED, observed.answer))
         return tuple(outcomes)
 
     def kept(self, case, draft, lookup: SourceLookup) -> None:
         _Usage(lookup, self.noise_type.value).mechanisms[_param(draft, "mechanism")] += 1
 
 
-def _round_trips(draft: Draft) -> bool:
-    p = {n.name: n.value for n in draft.params}
-    back = (float(p["converted"]) - float(p["offset"])) / float(p["factor"])
-    original = float(p["original"])
-    return abs(back - original) <= 1e-6 * max(1.0, abs(original))
+def _written_back(draft: Draft) -> str:
+    conversion = Conversion(_param(draft, "converted_unit"), float(_param(draft, "factor")),
+                            float(_param(draft, "offset")))
+    return written_back(conversion, float(_param(draft, "converted")))

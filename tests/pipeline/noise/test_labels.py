@@ -12,6 +12,7 @@ generalises the clean one.
 import dataclasses
 import re
 from collections import Counter
+from decimal import Decimal
 
 import duckdb
 import pytest
@@ -120,6 +121,49 @@ def test_unit_mismatch_is_only_made_where_a_unit_column_shows_the_unit(built):
         assert p["table"] in UNIT_OF, p
         unit_column = UNIT_OF[p["table"]][1]
         assert any(c.column == unit_column and c.value == p["converted_unit"] for c in twin.patch.update)
+
+
+def _significant(text: str) -> int:
+    return len(Decimal(text).normalize().as_tuple().digits)
+
+
+def _reading_digits(text: str) -> int:
+    """A reading's significant digits; a whole number's trailing zeros count (140 mmHg has three)."""
+    value = float(text)
+    return len(str(int(abs(value)))) if value.is_integer() and value else _significant(text)
+
+
+def _decimals(text: str) -> int:
+    return max(0, -Decimal(text).normalize().as_tuple().exponent)
+
+
+def test_a_value_written_in_another_unit_has_the_digits_its_reading_was_charted_with(built):
+    """Reviewer: 37.1111111 °C and a diastolic pressure of 93.80619 are no reading any device charts, and
+    no clean value of labevents, chartevents or outputevents has four decimals: the digits alone
+    flagged most unit twins without a look at the unit."""
+    for twin in _twins(built, NoiseType.UNIT_MISMATCH, NoiseType.IMPLAUSIBLE_VALUE):
+        p = _params(twin)
+        if twin.noise_type is NoiseType.IMPLAUSIBLE_VALUE and p["mechanism"] != "unit_scale":
+            continue
+        written = p["converted"] if twin.noise_type is NoiseType.UNIT_MISMATCH else p["implausible"]
+        assert _significant(written) <= max(2, _reading_digits(p["original"])), (twin.task_id, p["original"], written)
+
+
+def test_a_conflicting_duplicate_has_the_decimals_of_the_reading_it_conflicts_with(built):
+    """Reviewer: a sodium of 136 duplicated as 176.8 gives away which of the two rows was made up."""
+    numeric = 0
+    for twin in _twins(built, NoiseType.CONFLICTING_DUPLICATE):
+        p = _params(twin)
+        try:
+            original, duplicate = float(p["original"]), float(p["duplicate"])
+        except ValueError:
+            continue  # a code, a name or a time
+        numeric += 1
+        column = twin.patch.add[0].table, p["column"]
+        if column == ("prescriptions", "dose_val_rx"):
+            continue  # text: another dose the column really holds, not a number derived from this one
+        assert _decimals(p["duplicate"]) <= _decimals(p["original"]), (twin.task_id, original, duplicate)
+    assert numeric
 
 
 def test_implausible_values_come_from_several_real_error_mechanisms(built):

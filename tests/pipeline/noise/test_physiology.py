@@ -1,9 +1,11 @@
-"""The declarative table of plausible ranges and unit conversions is consistent."""
+"""The declarative table of plausible ranges and unit conversions is consistent, and a reading written
+in another unit is charted as precisely as it was measured."""
 
 import pytest
 
 from pipeline.noise import physiology
-from pipeline.noise.physiology import MEASURED_ITEMS, UNIT_CONVERSIONS, conversions_for, format_value, measured_item
+from pipeline.noise.physiology import (MEASURED_ITEMS, UNIT_CONVERSIONS, charted_in_other_unit, charted_like,
+                                       conversions_for, format_value, measured_item, recorded_digits)
 
 
 def test_every_item_has_a_real_range_and_is_described_once():
@@ -42,3 +44,16 @@ def test_every_conversion_converts_back_within_a_millionth(value):
 def test_numbers_are_written_without_exponents_or_trailing_zeros():
     assert [format_value(v) for v in (0.000008, 1234567.0, 98.60, -0.0, 5.0)] == \
            ["0.000008", "1234567", "98.6", "0", "5"]
+
+
+def test_a_reading_written_in_another_unit_keeps_the_digits_it_was_charted_with():
+    fahrenheit_to_celsius = next(c for c in conversions_for("chartevents", 223761, "°F") if c.unit == "°C")
+    assert charted_in_other_unit(fahrenheit_to_celsius.apply(98.8), 98.8) == 37.1
+    assert charted_in_other_unit(438.0 * 0.001, 438.0) == 0.438  # 438 mL as L: every digit kept
+    assert charted_in_other_unit(1.6 * 0.3229, 1.6) == 0.52  # never fewer than two digits
+    assert charted_in_other_unit(140.0 * 0.133322, 140.0) == 18.7  # a whole number's zeros count
+
+
+def test_a_second_reading_in_the_same_unit_has_the_first_ones_decimals():
+    assert [charted_like(v, r) for v, r in ((106.6, 82.0), (47.04, 29.4), (0.585, 0.45))] == [107.0, 47.0, 0.58]
+    assert recorded_digits(0.05) == (1, 2) and recorded_digits(140.0) == (3, 0) and recorded_digits(1e-7) == (1, 7)

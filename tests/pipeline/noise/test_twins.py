@@ -12,6 +12,7 @@ from pipeline.answers import Unanswerable, answers_match, normalise
 from pipeline.noise.names import NAME_SOURCES
 from pipeline.noise.row_roles import ENTITY_OF_SLOT, conflict_key
 from pipeline.patching import patched
+from pipeline.task_model import Patch, RowRef, ValueChange
 from pipeline.templates import REGISTRY
 from pipeline.vocabulary import NOISE_LEVEL_OF, NoiseLevel, NoiseType, ProofCheck, SlotKind, Status
 
@@ -194,19 +195,40 @@ def test_a_recomputed_or_converted_answer_is_accepted_for_value_noise(built):
         for twin in value_twins:
             answered = [o.answer for o in twin.accepted_outcomes if o.status is Status.ANSWERED]
             if twin.noise_type is NoiseType.UNIT_MISMATCH:
-                assert answered in ([], [by_id[twin.clean_task_id].answer])
+                clean = by_id[twin.clean_task_id]
+                with patched(con, _converted_back(twin)):
+                    converted = _answer(con, clean, twin.gold_sql)
+                assert len(answered) == 1 and answers_match(clean.answer_type, answered[0], converted,
+                                                            tolerance=clean.tolerance, unit=clean.unit), twin.task_id
                 continue
             (changed,) = {(u.table, u.row_id) for u in twin.patch.update}
             if answered:
-                from pipeline.task_model import Patch, RowRef
-
                 with patched(con, Patch(hide=(RowRef(*changed),))):
                     assert _answer(con, by_id[twin.clean_task_id], twin.gold_sql) == answered[0]
             else:
                 assert Status.NO_EVIDENCE in [o.status for o in twin.accepted_outcomes]
 
 
-def test_unit_mismatch_twins_accept_the_clean_answer_when_converting_back_restores_it(built):
-    _, _, result = built
+def test_unit_mismatch_twins_accept_the_clean_answer_where_the_charted_digits_restore_the_reading(built):
+    _, clean, result = built
+    by_id = {t.task_id: t for t in clean}
     unit = [t for t in result.twins if t.noise_type is NoiseType.UNIT_MISMATCH]
-    assert unit and all(any(o.status is Status.ANSWERED for o in t.accepted_outcomes) for t in unit)
+    restored = [t for t in unit if float(_converted_back(t).update[0].value) == float(_params(t)["original"])]
+    assert restored, "no conversion among the twins restores its reading exactly (mL as L, % as a fraction)"
+    for twin in restored:
+        answered = [o.answer for o in twin.accepted_outcomes if o.status is Status.ANSWERED]
+        assert answered == [by_id[twin.clean_task_id].answer], twin.task_id
+
+
+def _params(twin) -> dict[str, str]:
+    return {p.name: p.value for p in twin.noise_params}
+
+
+def _converted_back(twin) -> Patch:
+    """The twin's row with its charted value converted back to the reading's unit, worked out here
+    from the conversion the twin records."""
+    p = _params(twin)
+    back = (float(p["converted"]) - float(p["offset"])) / float(p["factor"])
+    text = f"{back:.12g}"
+    values = {p["converted"]: text, p["converted_unit"]: p["original_unit"]}
+    return Patch(update=tuple(ValueChange(u.table, u.row_id, u.column, values[u.value]) for u in twin.patch.update))
