@@ -187,6 +187,16 @@ class SourceLookup:
                             f'ORDER BY 1 LIMIT {int(limit)}')
         return [r[0] for r in rows]
 
+    def distinct_pairs(self, table_name: str, columns: tuple[str, str], within: dict, limit: int = 400) -> list[tuple]:
+        """Distinct pairs of ``columns``, both set, among rows whose ``within`` columns hold the given values,
+        in sorted order (deterministic), at most ``limit``."""
+        conditions = [f'"{c}" IS NOT NULL' for c in columns] + [f'"{c}" = ?' for c in within]
+        a, b = columns
+        rows = self._cached(("pairs", table_name, columns, tuple(within.items()), limit),
+                            f'SELECT DISTINCT "{a}", "{b}" FROM main."{table_name}" WHERE {" AND ".join(conditions)} '
+                            f'ORDER BY 1, 2 LIMIT {int(limit)}', list(within.values()))
+        return [tuple(r) for r in rows]
+
     def column_min(self, table_name: str, column: str, where: str) -> float | None:
         """The smallest value of ``column`` read as a number (omr keeps numbers as text)."""
         rows = self._cached(("min", table_name, column, where),

@@ -8,7 +8,9 @@
   thing for the patient (else the question's premise would fail, which is ``false_premise``): the
   label check (``pipeline.noise.status_rules``) decides that from the twin's record alone.
 - ``conflicting_duplicate`` adds a copy of an evidence row (same patient, time and item; a fresh
-  surrogate id, as a second charting would get) with a different value in a fact column.
+  surrogate id, as a second charting would get) with a different value in a fact column, charted
+  as the original is (its decimals) and with what the source derives from it in step
+  (``pipeline.noise.row_consistency``), so that neither row reads as the made-up one.
 - ``orphaned_record`` detaches evidence rows: a link (stay, admission, patient) is set to an id that
   does not exist (drawn from the twin's split, ``pipeline.noise.made_up``), or the row's times are
   moved past the end of its admission or stay. Patient-level twins detach all of the table's evidence
@@ -29,6 +31,7 @@ from pipeline.noise.edits import as_number, copy_row, entity_tables, fact_tables
 from pipeline.noise.made_up import MadeUp
 from pipeline.noise.physiology import charted_like, format_value, measured_item
 from pipeline.noise.registry import AnswerUnder, Applicability, Draft, DropReason, Effect, Injector, register
+from pipeline.noise.row_consistency import CodedText, coded_pair, follows_others, with_derived
 from pipeline.noise.row_roles import LINK_COLUMNS, conflict_key, roles
 from pipeline.schema import ROW_ID, table
 from pipeline.task_model import NamedValue, Outcome, Patch, RowRef, ValueChange
@@ -113,6 +116,16 @@ def _numeric_alternatives(table_name: str, row: dict, column: str, rng: Random) 
     return out
 
 
+def _coded_alternatives(lookup: SourceLookup, table_name: str, row: dict, pair: CodedText,
+                        rng: Random) -> list[dict[str, str]]:
+    """Other codes with the description the source records for each (a code and its text change together)."""
+    within = {c: row[c] for c in pair.within if row.get(c) is not None}
+    current = (row.get(pair.code), row.get(pair.text))
+    pairs = [p for p in lookup.distinct_pairs(table_name, (pair.code, pair.text), within)
+             if p[0] != current[0] and p[1] != current[1]]
+    return [{pair.code: sql_text(code), pair.text: sql_text(text)} for code, text in pick(pairs, ALTERNATIVES_PER_ROW, rng)]
+
+
 def _text_alternatives(lookup: SourceLookup, table_name: str, row: dict, column: str, rng: Random) -> list[str]:
     value = row.get(column)
     kind = table(table_name).column(column).type.upper()
@@ -158,12 +171,19 @@ class ConflictingDuplicate(Injector):
         candidates.sort(key=lambda c: (c[0] in entities, rank(c[2])))
         surrogate_next: dict[tuple[str, str], int] = {}
         for name, row, col in candidates:
-            if is_numeric(name, col):
-                alternatives = _numeric_alternatives(name, row, col, rng)
+            pair = coded_pair(name, col)
+            if pair is not None:
+                alternatives = _coded_alternatives(lookup, name, row, pair, rng)
+            elif is_numeric(name, col):
+                alternatives = [{col: v} for v in _numeric_alternatives(name, row, col, rng)]
             else:
-                alternatives = _text_alternatives(lookup, name, row, col, rng)
-            for new in alternatives[:ALTERNATIVES_PER_ROW]:
-                changes = {col: new}
+                alternatives = [{col: v} for v in _text_alternatives(lookup, name, row, col, rng)]
+            for alternative in alternatives[:ALTERNATIVES_PER_ROW]:
+                # A second charting of the same thing, consistent in itself as the source's rows are.
+                changes = with_derived(name, row, alternative)
+                if changes is None:
+                    continue
+                new = changes[col]
                 mirror = roles(name).mirror_of(col)
                 if mirror:
                     changes[mirror] = new
@@ -185,7 +205,7 @@ def _conflict_columns(case: CleanCase, name: str) -> list[str]:
     measure = measure_of(case.template)
     if measure and measure[0] == name:
         return [measure[1]]  # the value the answer rests on: nothing else is worth a conflict
-    keys = set(conflict_key(name)) | set(r.surrogate)
+    keys = set(conflict_key(name)) | set(r.surrogate) | follows_others(name)
     facts = list(r.facts) + ([c for c in r.time if c not in r.facts] if r.entity else [])
     return [c for c in facts if c not in keys]
 

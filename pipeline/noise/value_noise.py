@@ -8,7 +8,9 @@ evidence rows of that table, one row per twin.
   charted unconverted, transposed or doubled digits, a sign slip, a placeholder, an end time typed
   wrong), kept only when it lies outside the item's physiological limits
   (``physiology.MEASURED_ITEMS``; items without declared limits get no implausible twin). The
-  mechanism is recorded in ``noise_params``; mechanisms are taken least-used first so none dominates,
+  mechanism is recorded in ``noise_params``; what the source derives from the value moves with it
+  (``row_consistency``: a lab's flag, an ICU stay's length and end time, so the true length cannot be
+  read off the times); mechanisms are taken least-used first so none dominates,
   and a replacement value is used once per item, so no value can be memorised. Accepted:
   ``implausible_value``, or the answer recomputed without the row, or ``no_evidence`` when nothing
   is left once the row is set aside.
@@ -35,10 +37,11 @@ from pipeline.noise.edits import as_number, pick, set_value
 from pipeline.noise.physiology import (ENDS_AFTER, Conversion, charted_in_other_unit, conversion_family, conversions_for,
                                        format_value, measured_item, written_back)
 from pipeline.noise.registry import AnswerUnder, Applicability, Draft, DropReason, Effect, Injector, register
+from pipeline.noise.row_consistency import with_derived
 from pipeline.noise.row_roles import roles
 from pipeline.noise.value_errors import MECHANISMS, Mechanism, outside
 from pipeline.schema import ROW_ID, table
-from pipeline.task_model import NamedValue, Outcome, Patch, RowRef
+from pipeline.task_model import NamedValue, Outcome, Patch, RowRef, ValueChange
 from pipeline.vocabulary import NoiseType, Status
 
 ROWS_TRIED = 3  # evidence rows a value twin may target, in seeded order
@@ -122,13 +125,18 @@ class ImplausibleValue(Injector):
             for mechanism, new, rule in self._candidates(table_name, value_col, row, value, usage, rng):
                 if found == VALUES_PER_ROW:
                     break
-                if usage.used(item_key, new):
+                # What the source derives from the value moves with it (an ICU stay's los and its end time).
+                derived = with_derived(table_name, row, {value_col: new})
+                if derived is None or usage.used(item_key, derived[value_col]):
                     continue
                 found += 1
+                new = derived[value_col]
+                updates = set_value(table_name, row, value_col, new) + tuple(
+                    ValueChange(table_name, int(row[ROW_ID]), c, v) for c, v in derived.items() if c != value_col)
                 yield Draft(_params(table=table_name, row_id=row[ROW_ID], column=value_col, item=item,
                                     original=sql_text(row[value_col]), implausible=new, mechanism=mechanism.name,
                                     rule=rule),
-                            self.status, patch=Patch(update=set_value(table_name, row, value_col, new)))
+                            self.status, patch=Patch(update=updates))
 
     @staticmethod
     def _candidates(table_name, value_col, row, value, usage: _Usage,

@@ -1,0 +1,122 @@
+"""What else changes with a column, so that a changed row is as consistent as the source's own rows.
+
+MIMIC-IV derives some columns of a row from others, and a changed value that leaves them behind gives
+itself away to an agent that reads one row:
+
+- an ICU stay's ``los`` is always ``outtime - intime`` in days. A stay whose ``los`` was corrupted but
+  whose times were not still tells its true length; a duplicate whose ``los`` disagrees with its
+  own times is plainly the made-up one of the two;
+- a lab's ``flag`` reads ``abnormal`` exactly when the value lies outside the row's reference range
+  (all but 185 of the demo's 88,000 results with a range). A second result of 177 next to 136 that
+  the laboratory did not flag marks the made-up row;
+- a DRG or HCPCS code comes with the description the source records for it. A duplicate that keeps
+  the code and changes only the description disagrees with every other row of that code.
+
+So a value-changing injector asks ``with_derived`` for the full change of a row, and a conflicting
+duplicate takes a code and its description together (``coded_pairs``). Declared here once per table.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from pipeline.noise.case import sql_text
+from pipeline.noise.edits import as_number
+from pipeline.schema import TABLES_BY_NAME
+
+SECONDS_PER_DAY = 86_400
+
+
+@dataclass(frozen=True)
+class Duration:
+    """``column`` holds ``end`` - ``start`` in days."""
+
+    column: str
+    start: str
+    end: str
+
+
+@dataclass(frozen=True)
+class RangeFlag:
+    """``flag`` reads ``abnormal`` when ``value`` lies outside [``lower``, ``upper``], else it is empty."""
+
+    flag: str
+    value: str
+    lower: str
+    upper: str
+    abnormal: str = "abnormal"
+
+
+@dataclass(frozen=True)
+class CodedText:
+    """``text`` is what the source records for ``code`` (among rows sharing ``within``)."""
+
+    code: str
+    text: str
+    within: tuple[str, ...] = ()
+
+
+DURATIONS: dict[str, tuple[Duration, ...]] = {"icustays": (Duration("los", "intime", "outtime"),)}
+RANGE_FLAGS: dict[str, tuple[RangeFlag, ...]] = {
+    "labevents": (RangeFlag("flag", "valuenum", "ref_range_lower", "ref_range_upper"),)}
+CODED_TEXTS: dict[str, tuple[CodedText, ...]] = {
+    "drgcodes": (CodedText("drg_code", "description", within=("drg_type",)),),
+    "hcpcsevents": (CodedText("hcpcs_cd", "short_description"),),
+}
+
+
+def with_derived(table_name: str, row: dict, changes: dict[str, str | None]) -> dict[str, str | None] | None:
+    """``changes`` to ``row`` (column -> new text) with what the source derives from them: a duration
+    recomputed from a changed end, or the end moved to a changed duration (which is then written as
+    the whole seconds between the times, as the source's are); a range flag set from a changed value.
+    None when no row can hold them in step (a duration that would end past the calendar)."""
+    out = dict(changes)
+    for d in DURATIONS.get(table_name, ()):
+        start = row.get(d.start)
+        if not isinstance(start, datetime) or (d.column in changes) == (d.end in changes):
+            continue
+        if d.column in changes:
+            days = as_number(changes[d.column])
+            if days is None:
+                continue
+            seconds = round(days * SECONDS_PER_DAY)
+            try:
+                out[d.end] = sql_text(start + timedelta(seconds=seconds))
+            except OverflowError:
+                return None
+        else:
+            end = datetime.fromisoformat(changes[d.end]) if changes[d.end] else None
+            if end is None:
+                continue
+            seconds = (end - start).total_seconds()
+        out[d.column] = sql_text(seconds / SECONDS_PER_DAY)
+    for f in RANGE_FLAGS.get(table_name, ()):
+        lower, upper = row.get(f.lower), row.get(f.upper)
+        value = as_number(changes.get(f.value))
+        if f.value not in changes or f.flag in changes or value is None or lower is None or upper is None:
+            continue
+        out[f.flag] = f.abnormal if value < lower or value > upper else None
+    return out
+
+
+def follows_others(table_name: str) -> frozenset[str]:
+    """Columns that only ever follow others (a range flag): a duplicate never disagrees on them alone."""
+    return frozenset(f.flag for f in RANGE_FLAGS.get(table_name, ()))
+
+
+def coded_pair(table_name: str, column: str) -> CodedText | None:
+    """The code-and-description pair ``column`` belongs to, if any."""
+    return next((c for c in CODED_TEXTS.get(table_name, ()) if column in (c.code, c.text)), None)
+
+
+def _check() -> None:
+    # A misspelt column here would leave a derived column behind silently.
+    declared = [(t, (d.column, d.start, d.end)) for t, ds in DURATIONS.items() for d in ds]
+    declared += [(t, (f.flag, f.value, f.lower, f.upper)) for t, fs in RANGE_FLAGS.items() for f in fs]
+    declared += [(t, (c.code, c.text, *c.within)) for t, cs in CODED_TEXTS.items() for c in cs]
+    for table_name, columns in declared:
+        unknown = sorted(set(columns) - set(TABLES_BY_NAME[table_name].column_names))
+        if unknown:
+            raise ValueError(f"row_consistency: table {table_name!r} has no column(s) {unknown}")
+
+
+_check()
