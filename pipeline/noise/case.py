@@ -18,6 +18,7 @@ import duckdb
 
 from pipeline.answers import DEFAULT_DECIMALS
 from pipeline.schema import ROW_ID, table
+from pipeline.noise.row_roles import roles
 from pipeline.task_model import Patch, Task
 from pipeline.vocabulary import AnswerType, Intent, Level, SlotKind, Split
 
@@ -196,6 +197,22 @@ class SourceLookup:
                             f'SELECT DISTINCT "{a}", "{b}" FROM main."{table_name}" WHERE {" AND ".join(conditions)} '
                             f'ORDER BY 1, 2 LIMIT {int(limit)}', list(within.values()))
         return [tuple(r) for r in rows]
+
+    def recorded_also(self, table_name: str, rows: list[dict]) -> bool:
+        """Whether the source records any of ``rows`` a second time, in another table
+        (``row_roles.RowRoles.recorded_also_in``: an ICU stay in ``transfers``, a prescription in ``pharmacy``)."""
+        for other, shared in roles(table_name).recorded_also_in:
+            keys = sorted({tuple(r.get(c) for c in shared) for r in rows if all(r.get(c) is not None for c in shared)})
+            if not keys:
+                continue
+            columns = ", ".join(f'unnest(?) AS "{c}"' for c in shared)
+            using = ", ".join(f'"{c}"' for c in shared)
+            (n,), = self._cached(("copies", table_name, other, tuple(keys)),
+                                 f'SELECT count(*) FROM main."{other}" SEMI JOIN (SELECT {columns}) AS k USING ({using})',
+                                 [list(k) for k in zip(*keys)])
+            if n:
+                return True
+        return False
 
     def column_min(self, table_name: str, column: str, where: str) -> float | None:
         """The smallest value of ``column`` read as a number (omr keeps numbers as text)."""

@@ -3,7 +3,9 @@
 - ``missing_evidence``: the results the answer rests on never came back. Where a table records
   results that can be missing (``NOT_RESULTED``: a lab drawn but never resulted, a vital charted
   without a value, a scheduled dose not given, a prescription without a dose), the rows stay and
-  their values go, as in real records; elsewhere the rows the answer ranges over are hidden. Kept
+  their values go, as in real records; elsewhere the rows the answer ranges over are hidden, unless
+  the source records them a second time (an ICU stay in ``transfers``, a prescription in
+  ``pharmacy``: ``row_roles.RowRoles.recorded_also_in``), where the copy would still answer. Kept
   only when the twin's gold SQL then gives no answer at all and the record still shows the named
   thing for the patient (else the question's premise would fail, which is ``false_premise``): the
   label check (``pipeline.noise.status_rules``) decides that from the twin's record alone.
@@ -81,6 +83,10 @@ class MissingEvidence(Injector):
                             for r in rows for col, value in columns.items())
             yield Draft(_params(table=name, mechanism="not_resulted", rows=len(rows),
                                 columns="+".join(columns)), self.status, patch=Patch(update=changes))
+        # A row the source records twice is not removed: its other copy would still answer.
+        tables = [t for t in tables if not lookup.recorded_also(t, case.evidence_rows(t))]
+        if not tables:
+            return
         groups = [tables] + ([[t] for t in tables] if len(tables) > 1 else [])
         for group in groups:
             refs = tuple(row_ref(t, r) for t in group for r in case.evidence_rows(t))

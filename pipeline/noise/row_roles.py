@@ -27,6 +27,10 @@ class RowRoles:
     # The row describes an entity (an admission, a stay, a transfer): its times are facts about it,
     # not part of what identifies it, so a conflicting duplicate may disagree on them.
     entity: bool = False
+    # Where MIMIC-IV records a row of this table a second time: (other table, the columns the two
+    # copies share). A row with a copy is never removed as missing evidence: the copy would still
+    # answer the question.
+    recorded_also_in: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def mirror_of(self, column: str) -> str | None:
         return dict(self.mirrors).get(column)
@@ -37,12 +41,13 @@ ROW_ROLES: dict[str, RowRoles] = {
     "admissions": RowRoles(
         time=("admittime", "dischtime"),
         facts=("admission_type", "admission_location", "discharge_location", "insurance", "language",
-               "marital_status", "race", "dischtime", "hospital_expire_flag"), entity=True),
+               "marital_status", "race", "dischtime", "hospital_expire_flag"), entity=True,
+        recorded_also_in=(("transfers", ("hadm_id",)),)),  # its admit and discharge events
     "transfers": RowRoles(time=("intime", "outtime"), facts=("careunit", "eventtype", "outtime"),
-                          surrogate=("transfer_id",)),
+                          surrogate=("transfer_id",), recorded_also_in=(("icustays", ("hadm_id", "intime")),)),
     "services": RowRoles(time=("transfertime",), facts=("curr_service", "prev_service")),
     "icustays": RowRoles(time=("intime", "outtime"), facts=("first_careunit", "last_careunit", "los", "outtime"),
-                         entity=True),
+                         entity=True, recorded_also_in=(("transfers", ("hadm_id", "intime")),)),
     "diagnoses_icd": RowRoles(item=("seq_num",), facts=("icd_code",)),
     "procedures_icd": RowRoles(item=("seq_num",), time=("chartdate",), facts=("icd_code",)),
     "drgcodes": RowRoles(item=("drg_type",), facts=("drg_code", "description", "drg_severity", "drg_mortality")),
@@ -57,9 +62,10 @@ ROW_ROLES: dict[str, RowRoles] = {
     "pharmacy": RowRoles(item=("medication",), time=("starttime", "stoptime", "entertime"),
                          facts=("route", "frequency", "status")),
     "prescriptions": RowRoles(item=("drug",), time=("starttime", "stoptime"),
-                              facts=("dose_val_rx", "dose_unit_rx", "route", "doses_per_24_hrs")),
+                              facts=("dose_val_rx", "dose_unit_rx", "route", "doses_per_24_hrs"),
+                              recorded_also_in=(("pharmacy", ("pharmacy_id",)), ("emar", ("pharmacy_id",)))),
     "emar": RowRoles(item=("medication",), time=("charttime", "scheduletime", "storetime"),
-                     facts=("event_txt",)),
+                     facts=("event_txt",), recorded_also_in=(("emar_detail", ("emar_id",)),)),
     "chartevents": RowRoles(item=("itemid",), time=("charttime", "storetime"), facts=("valuenum", "valueuom"),
                             mirrors=(("valuenum", "value"),)),
     "datetimeevents": RowRoles(item=("itemid",), time=("charttime", "storetime"), facts=("value",)),
@@ -110,6 +116,9 @@ def _check() -> None:
         t = TABLES_BY_NAME[name]
         cols = set(r.item) | set(r.time) | set(r.facts) | set(r.surrogate) | {c for m in r.mirrors for c in m}
         unknown = sorted(cols - set(t.column_names))
+        for other, shared in r.recorded_also_in:
+            unknown += [f"{c} (shared with {other})" for c in shared
+                        if c not in t.column_names or c not in TABLES_BY_NAME[other].column_names]
         if unknown:
             raise ValueError(f"ROW_ROLES[{name!r}] names columns the table does not have: {unknown}")
 

@@ -247,10 +247,10 @@ what the database says, computed by SQL, not clinical judgements.
   others (free-text errors, copy-paste, unit conventions of other sites).
 - Questions come from templates of {n_intents} clinical intents with fixed paraphrases: they are
   narrower and more regular than what clinicians ask.
-- A `missing_evidence` twin whose rows are removed (rather than left without their results) loses
-  them from the table its question reads. Where MIMIC-IV records the same event in another table
-  as well (an ICU stay or admission in `transfers`, a prescription's order in `pharmacy` and `emar`),
-  that table still shows it, and its `no_evidence` label rests on the table the question reads.
+- MIMIC-IV records some events in two tables. A `missing_evidence` twin never removes a row whose
+  second copy it knows of (an ICU stay or admission in `transfers`, a prescription's order in
+  `pharmacy` and `emar`, an eMAR entry in `emar_detail`); a copy it does not know of would still
+  show the event.
 - Gold answers are executed SQL over the source as loaded. Clean tasks whose rows the source audit
   flags (below) are left out, but an error the audit's predicates cannot see (a plausible wrong
   value, a miscoded diagnosis) stays in a clean task's gold answer.

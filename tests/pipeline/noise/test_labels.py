@@ -94,6 +94,28 @@ def test_missing_evidence_is_mostly_results_that_never_came_back(built):
     assert mechanisms["not_resulted"] > 0 and set(mechanisms) <= {"not_resulted", "rows_absent"}, mechanisms
 
 
+def test_missing_evidence_never_removes_a_row_the_source_records_a_second_time(built):
+    """Reviewer: with an ICU stay's row gone, transfers still showed its care unit entered at that very
+    time (all 140 of the demo's stays are there), and a prescription's order stayed in pharmacy with
+    the same start time: the record answered a question labelled no_evidence."""
+    db, _, _ = built
+    copies = {"icustays": [("transfers", ("hadm_id", "intime"))], "transfers": [("icustays", ("hadm_id", "intime"))],
+              "admissions": [("transfers", ("hadm_id",))],
+              "prescriptions": [("pharmacy", ("pharmacy_id",)), ("emar", ("pharmacy_id",))],
+              "emar": [("emar_detail", ("emar_id",))]}
+    removed = 0
+    with duckdb.connect(str(db), read_only=True) as con:
+        for twin in _twins(built, NoiseType.MISSING_EVIDENCE):
+            for ref in twin.patch.hide:
+                for other, shared in copies.get(ref.table, []):
+                    removed += 1
+                    cols = ", ".join(f'"{c}"' for c in shared)
+                    (n,) = con.execute(f'SELECT count(*) FROM "{other}" WHERE ({cols}) IN '
+                                       f'(SELECT ({cols}) FROM "{ref.table}" WHERE row_id = ?)', [ref.row_id]).fetchone()
+                    assert n == 0, (twin.task_id, ref, other)
+    assert removed, "no missing-evidence twin removed a row of a table with a second copy: nothing was checked"
+
+
 def test_count_and_yes_no_questions_get_no_premise_twin(built):
     """Reviewer: "How many patients were prescribed Zantrophylline?" rejected the truthful 0."""
     for twin in _twins(built, NoiseType.NONEXISTENT_ENTITY, NoiseType.FALSE_PREMISE):

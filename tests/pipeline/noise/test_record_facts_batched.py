@@ -91,8 +91,9 @@ def test_the_names_a_patched_record_shows_are_those_its_sql_counts_give(built):
                               for src in srcs)
     assert checked >= 10 and spared >= 5, (checked, spared)
     # Where the unpatched counts do not spare the query, a patch that only hides rows is answered from
-    # the rows named, read once per name and patient.
-    assert len(reader._rows_named) >= 5, len(reader._rows_named)
+    # the rows named, read once per name and patient (most such twins hid a prescription, which missing
+    # evidence no longer removes while pharmacy keeps its copy: a few diagnoses and procedures remain).
+    assert reader._rows_named, "no hide-only patch was answered from the rows named"
 
 
 def test_a_twins_trusted_evidence_gives_the_facts_its_evidence_query_gives(built):
