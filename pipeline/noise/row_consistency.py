@@ -13,7 +13,7 @@ itself away to an agent that reads one row:
   the code and changes only the description disagrees with every other row of that code.
 
 So a value-changing injector asks ``with_derived`` for the full change of a row, and a conflicting
-duplicate takes a code and its description together (``coded_pairs``). Declared here once per table.
+duplicate takes a code and its description together (``coded_pair``). Declared here once per table.
 """
 
 from dataclasses import dataclass
