@@ -2,8 +2,8 @@
 
 Each size is one ``robustgym build --patients N`` in its own process (``build_timing``), so its peak
 memory is its own. Per size: each stage's wall time, the build's peak RSS and CPU (its workers
-included), the source database's size and rows, clean tasks and twins. Then each stage's growth exponent b in ``seconds = a x rows^b``
-(least squares on logs) and the release time those fits predict for the full MIMIC-IV's 365K
+included), the source database's size and rows, clean tasks and twins. Then each stage's growth
+exponent b in ``seconds = a x rows^b`` (least squares on logs) and the release time those fits predict for the full MIMIC-IV's 365K
 patients (rows grow with patients at the largest size's rows per patient). The task count is fixed
 by the config (``target_pairs``), so an exponent above 1 means a stage's cost per task grows with the
 database.

@@ -172,7 +172,7 @@ def _key_duplicate(t: str, scope: str | None, src: str | None = None) -> str | N
 
 def _conflicting_values(t: str, scope: str | None, src: str | None = None) -> str | None:
     src = src or _q(t)
-    if TABLES_BY_NAME[t].dictionary or t not in _CONFLICT_TABLES:
+    if TABLES_BY_NAME[t].dictionary or t not in CONFLICT_TABLES:
         return None
     key, values = conflict_key(t), conflict_values(t)
     if not key or not values:
@@ -191,7 +191,7 @@ def _conflicting_values(t: str, scope: str | None, src: str | None = None) -> st
 # Conflicts are looked for where a pair of rows with the same patient, encounter, item and time can
 # only be one fact recorded twice. Tables where concurrent rows are routine (several orders of one
 # drug at one time, several outpatient readings a day) are left to key_duplicate.
-_CONFLICT_TABLES = frozenset({"labevents", "chartevents", "outputevents", "datetimeevents", "admissions",
+CONFLICT_TABLES = frozenset({"labevents", "chartevents", "outputevents", "datetimeevents", "admissions",
                               "icustays", "patients"})
 
 
@@ -548,7 +548,7 @@ class RowChecker:
                     n = len(groups[k]) if None not in k else 1  # an unknown key duplicates nothing
                     if n > 1:
                         out.append((kind, r[ROW_ID], f"shares {', '.join(key_cols)} with {n - 1} other row(s)"))
-        if t in _CONFLICT_TABLES and conflict_key(t) and conflict_values(t):
+        if t in CONFLICT_TABLES and conflict_key(t) and conflict_values(t):
             key, values = conflict_key(t), conflict_values(t)
             facts: dict = {}
             for r in rows:

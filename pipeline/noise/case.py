@@ -207,9 +207,8 @@ class SourceLookup:
                 continue
             columns = ", ".join(f'unnest(?) AS "{c}"' for c in shared)
             using = ", ".join(f'"{c}"' for c in shared)
-            (n,), = self._cached(("copies", table_name, other, tuple(keys)),
-                                 f'SELECT count(*) FROM main."{other}" SEMI JOIN (SELECT {columns}) AS k USING ({using})',
-                                 [list(k) for k in zip(*keys)])
+            sql = f'SELECT count(*) FROM main."{other}" SEMI JOIN (SELECT {columns}) AS k USING ({using})'
+            (n,), = self._cached(("copies", table_name, other, tuple(keys)), sql, [list(k) for k in zip(*keys)])
             if n:
                 return True
         return False

@@ -28,12 +28,13 @@ from collections.abc import Iterator
 from datetime import date, datetime, timedelta
 from random import Random
 
+from pipeline.noise.anomalies import CONFLICT_TABLES
 from pipeline.noise.case import CleanCase, SourceLookup, measure_of, sql_text
 from pipeline.noise.edits import as_number, copy_row, entity_tables, fact_tables, is_numeric, pick, row_ref
 from pipeline.noise.made_up import MadeUp
 from pipeline.noise.physiology import charted_like, format_value, measured_item
 from pipeline.noise.registry import AnswerUnder, Applicability, Draft, DropReason, Effect, Injector, register
-from pipeline.noise.row_consistency import CodedText, coded_pair, follows_others, with_derived
+from pipeline.noise.row_consistency import CodedText, coded_pair, coded_texts, follows_others, with_derived
 from pipeline.noise.row_roles import LINK_COLUMNS, conflict_key, roles
 from pipeline.schema import ROW_ID, table
 from pipeline.task_model import NamedValue, Outcome, Patch, RowRef, ValueChange
@@ -129,7 +130,8 @@ def _coded_alternatives(lookup: SourceLookup, table_name: str, row: dict, pair: 
     current = (row.get(pair.code), row.get(pair.text))
     pairs = [p for p in lookup.distinct_pairs(table_name, (pair.code, pair.text), within)
              if p[0] != current[0] and p[1] != current[1]]
-    return [{pair.code: sql_text(code), pair.text: sql_text(text)} for code, text in pick(pairs, ALTERNATIVES_PER_ROW, rng)]
+    return [{pair.code: sql_text(code), pair.text: sql_text(text)}
+            for code, text in pick(pairs, ALTERNATIVES_PER_ROW, rng)]
 
 
 def _text_alternatives(lookup: SourceLookup, table_name: str, row: dict, column: str, rng: Random) -> list[str]:
@@ -212,6 +214,12 @@ def _conflict_columns(case: CleanCase, name: str) -> list[str]:
     if measure and measure[0] == name:
         return [measure[1]]  # the value the answer rests on: nothing else is worth a conflict
     keys = set(conflict_key(name)) | set(r.surrogate) | follows_others(name)
+    if name not in CONFLICT_TABLES:
+        # Two rows of such a table conflict only by sharing its natural key: a duplicate that differs in
+        # a key column (another DRG code, another service) is a second row, which the label check reads
+        # as a tie, not a conflict; nor does a code's description change without its code.
+        keys |= set(table(name).key)
+        keys |= {c.text for c in coded_texts(name) if c.code in keys}
     facts = list(r.facts) + ([c for c in r.time if c not in r.facts] if r.entity else [])
     return [c for c in facts if c not in keys]
 

@@ -103,9 +103,14 @@ def follows_others(table_name: str) -> frozenset[str]:
     return frozenset(f.flag for f in RANGE_FLAGS.get(table_name, ()))
 
 
+def coded_texts(table_name: str) -> tuple[CodedText, ...]:
+    """The code-and-description pairs of ``table_name``."""
+    return CODED_TEXTS.get(table_name, ())
+
+
 def coded_pair(table_name: str, column: str) -> CodedText | None:
     """The code-and-description pair ``column`` belongs to, if any."""
-    return next((c for c in CODED_TEXTS.get(table_name, ()) if column in (c.code, c.text)), None)
+    return next((c for c in coded_texts(table_name) if column in (c.code, c.text)), None)
 
 
 def _check() -> None:

@@ -78,7 +78,7 @@ def _burns_in_a_child() -> None:
     subprocess.run([sys.executable, "-c", _BURN], check=True)
 
 
-def test_a_steps_cpu_counts_the_processes_it_waited_for(capsys):
+def test_a_steps_cpu_counts_the_processes_it_waited_for():
     # The reference agents' SQL runs in sandbox processes: a step's CPU that left them out would hide
     # what the noise stage costs. Serial (in this process) and forked alike.
     for workers in (1, 2):

@@ -102,7 +102,6 @@ def test_an_open_connection_can_be_passed_instead_of_a_path(demo_full_db, few_cl
            [t.to_dict() for t in build_pairs(demo_full_db, few_clean, NoiseConfig(target_pairs=10), seed=3).twins]
 
 
-
 def test_a_gold_sql_is_run_once_per_patch_however_far_apart_it_is_asked(demo_full_db, few_clean, monkeypatch):
     # A value twin's answer with its row set aside is asked again by a later twin of the same row, one
     # round of the other clean tasks later: the second asking reads the rows the first one got.

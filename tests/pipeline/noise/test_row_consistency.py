@@ -83,3 +83,29 @@ def test_every_row_a_twin_writes_is_as_consistent_as_the_sources_rows(built):
                         checked["coded"] += 1
                         assert (row[c.code], row[c.text]) in pairs[table_name], (twin.task_id, row)
     assert checked["icustays"] and checked["labevents"], checked
+
+
+def test_a_duplicate_of_a_table_whose_rows_conflict_only_by_key_keeps_the_key_and_its_description(built):
+    """Another DRG code (with its description) for the same admission is a second DRG, which the label
+    check reads as a tie: such drafts were made and thrown away, one label check each."""
+    from random import Random
+
+    from pipeline.noise.case import CleanCase, SourceLookup, read_evidence
+    from pipeline.noise.record_noise import ConflictingDuplicate
+    from pipeline.templates import REGISTRY
+
+    db, clean, _ = built
+    drafted = 0
+    with duckdb.connect(str(db), read_only=True) as con:
+        lookup = SourceLookup(con)
+        for task in clean:
+            evidence = read_evidence(con, [task])[task.task_id]
+            if not {"drgcodes", "services"} & set(evidence):
+                continue
+            case = CleanCase(task, REGISTRY.get(task.template_id), evidence)
+            for draft in ConflictingDuplicate().drafts(case, lookup, Random(0)):
+                params = {p.name: p.value for p in draft.params}
+                if params["table"] in ("drgcodes", "services"):
+                    drafted += 1
+                    assert params["column"] not in ("drg_code", "description", "curr_service"), params
+    assert drafted, "no drgcodes or services duplicate was drafted: nothing was checked"
