@@ -18,7 +18,7 @@ import duckdb
 
 from pipeline.answers import DEFAULT_DECIMALS
 from pipeline.schema import ROW_ID, table
-from pipeline.noise.row_roles import roles
+from pipeline.noise.row_roles import copies_of
 from pipeline.task_model import Patch, Task
 from pipeline.vocabulary import AnswerType, Intent, Level, SlotKind, Split
 
@@ -201,14 +201,8 @@ class SourceLookup:
     def recorded_also(self, table_name: str, rows: list[dict]) -> bool:
         """Whether the source records any of ``rows`` a second time, in another table
         (``row_roles.RowRoles.recorded_also_in``: an ICU stay in ``transfers``, a prescription in ``pharmacy``)."""
-        for other, shared in roles(table_name).recorded_also_in:
-            keys = sorted({tuple(r.get(c) for c in shared) for r in rows if all(r.get(c) is not None for c in shared)})
-            if not keys:
-                continue
-            columns = ", ".join(f'unnest(?) AS "{c}"' for c in shared)
-            using = ", ".join(f'"{c}"' for c in shared)
-            sql = f'SELECT count(*) FROM main."{other}" SEMI JOIN (SELECT {columns}) AS k USING ({using})'
-            (n,), = self._cached(("copies", table_name, other, tuple(keys)), sql, [list(k) for k in zip(*keys)])
+        for sql, params in copies_of(table_name, rows):
+            (n,), = self._cached(("copies", sql, tuple(map(tuple, params))), sql, params)
             if n:
                 return True
         return False

@@ -161,6 +161,12 @@ def _record_span_sql(case: CleanCase, lookup: SourceLookup, subject: int | None)
     return " UNION ALL ".join(parts), tables
 
 
+def _died(lookup: SourceLookup, subject: int) -> bool:
+    (n,), = lookup.query(("died", subject),
+                         "SELECT count(*) FROM main.patients WHERE subject_id = ? AND dod IS NOT NULL", [subject])
+    return bool(n)
+
+
 @register
 class OutOfWindow(Injector):
     noise_type = NoiseType.OUT_OF_WINDOW
@@ -184,7 +190,12 @@ class OutOfWindow(Injector):
         first, last = min(times.values()), max(times.values())
         scope = f"records of patient {subject}" if subject is not None else "records of any patient"
         # Both sides of the record, each at two distances (years apart): distinct windows, same claim.
-        for direction in pick(["after", "before"], 2, rng) * 2:
+        # Not after the record of a patient who died: a window after the death asks about a patient
+        # who no longer was, a false premise rather than a window without evidence.
+        directions = pick(["after", "before"], 2, rng)
+        if subject is not None and _died(lookup, subject):
+            directions = ["before"]
+        for direction in directions * 2:
             gap = 365 * rng.randint(2, 9) + rng.randint(0, 364)
             # Whole days, so the window keeps its length and times of day.
             days = (hi - first).days + 1 + gap if direction == "after" else -((last - lo).days + 1 + gap)

@@ -14,8 +14,9 @@ docs/architecture.md names:
 - what does the template's gold SQL give on this database (an answer, or why none)?
 - which rows the answer ranges over (the template's evidence SQL), and which of them, or of the
   question's rows detached from it by a broken link, are anomalous (``pipeline.noise.anomalies``)?
-- what the answer is once the anomalous rows are set aside (inconsistent or implausible rows left
-  out, a value in an unusual unit converted back to the item's usual unit).
+- what the answer is once the anomalous rows are set aside (implausible rows left out, a value in an
+  unusual unit converted back to the item's usual unit). Inconsistent rows are not set aside: a
+  detached row is still the patient's (``status_rules``).
 
 ``pipeline.noise.status_rules`` turns these facts into the outcomes a careful reviewer accepts.
 """
@@ -36,7 +37,7 @@ from pipeline.noise.names import NAME_SOURCES, NAMED_KINDS, NameSource
 from pipeline.noise.physiology import conversions_for, written_back
 from pipeline.noise.case import CleanAnswers
 from pipeline.noise.partner_rows import Casts, PartnerRows, Row, SourceRows
-from pipeline.noise.row_roles import ENTITY_OF_SLOT, roles
+from pipeline.noise.row_roles import ENTITY_OF_SLOT, copies_of, roles
 from pipeline.patching import RowsMemo, patched_on_demand, patched_statement
 from pipeline.schema import ROW_ID, TABLES_BY_NAME
 from pipeline.sql_reads import ReadColumns
@@ -719,9 +720,23 @@ class FactReader:
                 if changes is None:
                     continue
                 out[status] = _merged(task.patch, Patch(update=changes))
-            elif status in (Status.INCONSISTENT_RECORD, Status.IMPLAUSIBLE_VALUE):
+            elif status is Status.IMPLAUSIBLE_VALUE and not self._recorded_also(rows, task.patch):
                 out[status] = _merged(task.patch, Patch(hide=tuple(RowRef(t, r) for t, r in rows)))
         return out
+
+    def _recorded_also(self, rows: list[tuple[str, int]], patch: Patch) -> bool:
+        """Whether the record holds a copy of one of ``rows`` in another table (``RowRoles.recorded_also_in``:
+        an ICU stay's end in ``transfers``). A reader would not set such a row aside and call what is left
+        the answer: the copy still answers. Read within the task's patched block, the rows as it has them."""
+        by_table: dict[str, list[int]] = {}
+        for table_name, row_id in rows:
+            by_table.setdefault(table_name, []).append(row_id)
+        for table_name, ids in by_table.items():
+            for sql, params in copies_of(table_name, self.source_rows.rows(table_name, ids, patch)):
+                (n,), = self.con.execute(sql, params).fetchall()
+                if n:
+                    return True
+        return False
 
     def _set_aside(self, task: Task, template, slots, patches: dict[Status, Patch]) -> dict[Status, Observed]:
         """The answer with each status's rows set aside: one statement carrying its patch each, run on

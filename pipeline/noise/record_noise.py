@@ -3,22 +3,31 @@
 - ``missing_evidence``: the results the answer rests on never came back. Where a table records
   results that can be missing (``NOT_RESULTED``: a lab drawn but never resulted, a vital charted
   without a value, a scheduled dose not given, a prescription without a dose), the rows stay and
-  their values go, as in real records; elsewhere the rows the answer ranges over are hidden, unless
-  the source records them a second time (an ICU stay in ``transfers``, a prescription in
-  ``pharmacy``: ``row_roles.RowRoles.recorded_also_in``), where the copy would still answer. Kept
+  their values go, as in real records, for items the source itself leaves unresulted (a heart rate
+  is always charted with its value); elsewhere the rows the answer ranges over are hidden. Neither
+  where the source records the rows a second time (an ICU stay in ``transfers``, a prescription in
+  ``pharmacy``, a dose in ``emar_detail``: ``row_roles.RowRoles.recorded_also_in``), where the copy
+  would still answer. Kept
   only when the twin's gold SQL then gives no answer at all and the record still shows the named
   thing for the patient (else the question's premise would fail, which is ``false_premise``): the
   label check (``pipeline.noise.status_rules``) decides that from the twin's record alone.
 - ``conflicting_duplicate`` adds a copy of an evidence row (same patient, time and item; a fresh
   surrogate id, as a second charting would get) with a different value in a fact column, charted
   as the original is (its decimals) and with what the source derives from it in step
-  (``pipeline.noise.row_consistency``), so that neither row reads as the made-up one.
+  (``pipeline.noise.row_consistency``), so that neither row reads as the made-up one. Kept only when
+  the conflict is about the answer: with the duplicate as the only row, the gold SQL would not give
+  the clean answer (``conflict_beside_the_answer`` otherwise: another DRG severity under a question
+  about the DRG's description, or a count that only counts the row twice). Not made on a row the
+  source records a second time, whose copy would settle the conflict.
 - ``orphaned_record`` detaches evidence rows: a link (stay, admission, patient) is set to an id that
   does not exist (drawn from the twin's split, ``pipeline.noise.made_up``), or the row's times are
   moved past the end of its admission or stay. Patient-level twins detach all of the table's evidence
   rows; population-level twins detach the rows of one cohort member (the stay, admission or patient
-  with the fewest evidence rows). Accepted: ``inconsistent_record``, or the answer once the detached
-  rows are set aside (``no_evidence`` when nothing is left; a count's 0 is such an answer).
+  with the fewest evidence rows). Accepted: ``inconsistent_record`` alone. The answer once the
+  detached rows are set aside is not: they are still the patient's rows, in the encounter asked about
+  (an echo charted in the stay's hours under a stay id that does not exist), so "0", "no" or "no
+  evidence" is what the record contradicts, and it is exactly what the gold SQL, which follows the
+  link, returns without ever noticing the broken one.
 
 Rows of the entities a question names (the patient, admission or stay row itself) are never hidden
 or detached: without them the question's premise fails, which is query-level noise.
@@ -28,11 +37,13 @@ from collections.abc import Iterator
 from datetime import date, datetime, timedelta
 from random import Random
 
+from pipeline.answers import answers_match
 from pipeline.noise.anomalies import CONFLICT_TABLES
 from pipeline.noise.case import CleanCase, SourceLookup, measure_of, sql_text
 from pipeline.noise.edits import as_number, copy_row, entity_tables, fact_tables, is_numeric, pick, row_ref
 from pipeline.noise.made_up import MadeUp
 from pipeline.noise.physiology import charted_like, format_value, measured_item
+from pipeline.noise.proof import literal
 from pipeline.noise.registry import AnswerUnder, Applicability, Draft, DropReason, Effect, Injector, register
 from pipeline.noise.row_consistency import CodedText, coded_pair, coded_texts, follows_others, with_derived
 from pipeline.noise.row_roles import LINK_COLUMNS, conflict_key, roles
@@ -58,6 +69,19 @@ NOT_RESULTED: dict[str, dict[str, str | None]] = {
 _FALLS_BACK = frozenset({Operation.FIRST, Operation.LAST, Operation.CHANGE})
 
 
+def _left_unresulted_in_source(lookup: SourceLookup, name: str, rows: list[dict]) -> bool:
+    """Whether the source itself has rows left without a result (``NOT_RESULTED``) of every item of ``rows``.
+
+    An emptied result of an item the source always results (a heart rate, an input's amount) is a row
+    no real record holds, and gives the twin away.
+    """
+    item = roles(name).item[0]
+    where = " AND ".join(f'"{c}" IS NULL' if v is None else f'"{c}" = {literal(v)}'
+                         for c, v in NOT_RESULTED[name].items())
+    unresulted = set(lookup.distinct_values(name, item, where=where, limit=1_000_000))
+    return all(r.get(item) in unresulted for r in rows)
+
+
 def _params(**kw) -> tuple[NamedValue, ...]:
     return tuple(NamedValue(k, str(v)) for k, v in kw.items())
 
@@ -80,6 +104,8 @@ class MissingEvidence(Injector):
             if columns is None or operation in _FALLS_BACK:
                 continue
             rows = case.evidence_rows(name)
+            if not _left_unresulted_in_source(lookup, name, rows) or lookup.recorded_also(name, rows):
+                continue  # a pattern the source never shows for the item, or a copy that still holds the result
             changes = tuple(ValueChange(name, int(r[ROW_ID]), col, value)
                             for r in rows for col, value in columns.items())
             yield Draft(_params(table=name, mechanism="not_resulted", rows=len(rows),
@@ -169,7 +195,9 @@ class ConflictingDuplicate(Injector):
             if table(name).dictionary:
                 continue
             columns = sorted(_conflict_columns(case, name), key=rank)
-            rows = pick(case.evidence_rows(name), 4, rng)
+            # A row the source records a second time is not duplicated: its copy (an ICU stay's transfer,
+            # a prescription's pharmacy order) would settle which of the two rows is right.
+            rows = [r for r in pick(case.evidence_rows(name), 4, rng) if not lookup.recorded_also(name, [r])]
             candidates += [(name, row, col) for row in rows for col in columns[:3] if row.get(col) is not None]
         entities = entity_tables(case)
         candidates = pick(candidates, len(candidates), rng)
@@ -205,6 +233,20 @@ class ConflictingDuplicate(Injector):
                 yield Draft(_params(table=name, copied_row_id=row[ROW_ID], column=col,
                                     original=sql_text(row[col]), duplicate=new),
                             self.status, patch=Patch(add=(added,)))
+
+    def accepted(self, case, draft, effect: Effect, answer_under: AnswerUnder):
+        # The conflict must be about the answer: were the duplicate the only row, the answer would differ.
+        # Else what differs is beside the question (a DRG's severity under a question about its
+        # description, an admission time moved within its year under an age), or only the row count
+        # moves (a mean counting an admission twice, a count of rows charted twice), and the record
+        # still answers: counting each thing once gives the clean answer.
+        (added,) = draft.patch.add
+        copied = RowRef(added.table, int(draft.param("copied_row_id")))
+        alone = answer_under(Patch(hide=(copied,), add=(added,)))
+        if alone.answer is not None and answers_match(case.task.answer_type, case.task.answer, alone.answer,
+                                                      tolerance=case.task.tolerance, unit=case.task.unit):
+            return DropReason.CONFLICT_BESIDE_THE_ANSWER
+        return (Outcome(self.status),)
 
 
 def _conflict_columns(case: CleanCase, name: str) -> list[str]:
@@ -308,16 +350,3 @@ class OrphanedRecord(Injector):
                                 for r in rows for c in roles(name).time if r.get(c) is not None)
                 yield Draft(_params(table=name, how="time_outside_stay", shift_days=shift.days, rows=len(rows)),
                             self.status, patch=Patch(update=changes))
-
-    def accepted(self, case, draft, effect: Effect, answer_under: AnswerUnder):
-        # A reader may set the detached rows aside and answer from the rest: that answer is as right
-        # (a count's 0 included); with nothing left, "no evidence" is.
-        detached = tuple(sorted({RowRef(c.table, c.row_id) for c in draft.patch.update},
-                                key=lambda r: (r.table, r.row_id)))
-        rest = answer_under(Patch(hide=detached))
-        if rest.answer is not None:
-            return (Outcome(Status.INCONSISTENT_RECORD), Outcome(Status.ANSWERED, rest.answer))
-        if rest.no_answer:
-            return (Outcome(Status.INCONSISTENT_RECORD), Outcome(Status.NO_EVIDENCE))
-        return DropReason.TIE_WITHOUT_ROWS
-

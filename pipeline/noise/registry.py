@@ -37,6 +37,8 @@ class DropReason(StrEnum):
     TIE_WITHOUT_ROWS = "tie_without_rows"  # setting the noisy rows aside leaves rows that tie: no answer, no label
     LABEL_NOT_DECIDABLE = "label_not_decidable"  # the twin's record alone does not support its outcomes
     VALUE_REUSED = "value_reused"  # the replacement value was already used for this item (a memorisable value)
+    # A conflicting duplicate whose differing value the answer does not rest on: alone, it answers as the original.
+    CONFLICT_BESIDE_THE_ANSWER = "conflict_beside_the_answer"
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,10 @@ class Draft:
     # whose result shows the premise (e.g. the admissions an ambiguous "the admission" could mean).
     question: str | None = None
     gold_sql: str | None = None
+
+    def param(self, name: str) -> str | None:
+        """The value of the noise parameter ``name`` (None when the draft has none)."""
+        return next((p.value for p in self.params if p.name == name), None)
 
 
 @dataclass(frozen=True)

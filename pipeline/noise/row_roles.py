@@ -91,6 +91,23 @@ LINK_COLUMNS: tuple[tuple[str, str], ...] = (("stay_id", "icustays"), ("hadm_id"
                                             ("subject_id", "patients"))
 
 
+def copies_of(table_name: str, rows: list[dict]) -> list[tuple[str, list[list]]]:
+    """The queries that count the copies of ``rows`` in the tables that record them a second time
+    (``RowRoles.recorded_also_in``): (SQL, its parameters: one list of values per shared column).
+
+    The tables are named unqualified, so that a query run under a patch reads them as it leaves them.
+    """
+    out = []
+    for other, shared in roles(table_name).recorded_also_in:
+        keys = sorted({tuple(r.get(c) for c in shared) for r in rows if all(r.get(c) is not None for c in shared)})
+        if keys:
+            columns = ", ".join(f'unnest(?) AS "{c}"' for c in shared)
+            using = ", ".join(f'"{c}"' for c in shared)
+            out.append((f'SELECT count(*) FROM "{other}" SEMI JOIN (SELECT {columns}) AS k USING ({using})',
+                        [list(k) for k in zip(*keys)]))
+    return out
+
+
 def conflict_key(table_name: str) -> tuple[str, ...]:
     """What a conflicting duplicate shares with the row it copies: who, which item, when.
 

@@ -101,7 +101,10 @@ def _anomalous(f: RecordFacts) -> Decision | None:
     status = statuses[0]
     outcomes = [Outcome(status)]
     aside = f.set_aside.get(status)
-    if status in (Status.INCONSISTENT_RECORD, Status.IMPLAUSIBLE_VALUE) and aside is not None:
+    # An inconsistent record has no set-aside answer: its detached rows are still the patient's, timed
+    # in the encounter asked about, so the answer without them (a count's 0, "no evidence") is one the
+    # record contradicts, and it is what a query that never looks past the broken link returns.
+    if status is Status.IMPLAUSIBLE_VALUE and aside is not None:
         if aside.answer is not None:
             outcomes.append(Outcome(Status.ANSWERED, aside.answer))
         elif aside.no_answer:
@@ -144,7 +147,8 @@ RULES: tuple[Rule, ...] = (
     Rule("anomaly", "the rows the answer ranges over (and the patient's rows of the named thing detached by a "
          "broken link) hold one kind of anomaly (pipeline.noise.anomalies) -> its status: conflicting_evidence, "
          "inconsistent_record, implausible_value or unit_inconsistency; with the answer once the rows are set "
-         "aside (inconsistent, implausible: no_evidence when nothing is left) or converted back (unit)",
+         "aside (implausible: no_evidence when nothing is left) or converted back (unit); an inconsistent "
+         "record alone",
          _anomalous),
     Rule("no_answer", "everything named exists, nothing anomalous, but no row in scope gives a value (no rows, "
          "or rows without a result) -> no_evidence", _no_answer),

@@ -13,7 +13,10 @@ evidence rows of that table, one row per twin.
   read off the times); mechanisms are taken least-used first so none dominates,
   and a replacement value is used once per item, so no value can be memorised. Accepted:
   ``implausible_value``, or the answer recomputed without the row, or ``no_evidence`` when nothing
-  is left once the row is set aside.
+  is left once the row is set aside; ``implausible_value`` alone where another table records the row
+  a second time (``row_roles.RowRoles.recorded_also_in``: an ICU stay's end in ``transfers``, an
+  admission's discharge as its discharge transfer), since the copy, not the rest, answers there
+  (noise parameter ``recorded_also``).
 - ``unit_mismatch`` rewrites the value in another unit, with the significant digits the reading was
   charted with (``physiology.charted_in_other_unit``: 98.8 °F becomes 37.1 °C), and relabels the
   row's unit column (only where the table has one: a unit an agent can see is not the item's usual
@@ -104,10 +107,6 @@ class _Usage:
         self.values.setdefault(item_key, set()).add(text)
 
 
-def _param(draft: Draft, name: str) -> str | None:
-    return next((p.value for p in draft.params if p.name == name), None)
-
-
 @register
 class ImplausibleValue(Injector):
     noise_type = NoiseType.IMPLAUSIBLE_VALUE
@@ -133,9 +132,12 @@ class ImplausibleValue(Injector):
                 new = derived[value_col]
                 updates = set_value(table_name, row, value_col, new) + tuple(
                     ValueChange(table_name, int(row[ROW_ID]), c, v) for c, v in derived.items() if c != value_col)
+                # The row as the twin leaves it, less what changed: does another table still hold its copy?
+                kept = {c: v for c, v in row.items() if c not in {u.column for u in updates}}
+                copied = "yes" if lookup.recorded_also(table_name, [kept]) else "no"
                 yield Draft(_params(table=table_name, row_id=row[ROW_ID], column=value_col, item=item,
                                     original=sql_text(row[value_col]), implausible=new, mechanism=mechanism.name,
-                                    rule=rule),
+                                    rule=rule, recorded_also=copied),
                             self.status, patch=Patch(update=updates))
 
     @staticmethod
@@ -166,6 +168,10 @@ class ImplausibleValue(Injector):
     def accepted(self, case, draft, effect: Effect, answer_under: AnswerUnder):
         (changed,) = {(c.table, c.row_id) for c in draft.patch.update}
         outcomes = [Outcome(Status.IMPLAUSIBLE_VALUE)]
+        if draft.param("recorded_also") == "yes":
+            # Another table still holds the row's value (an ICU stay's end in transfers): the answer
+            # without the row is not what the record gives, and the copy's is not the row's own.
+            return tuple(outcomes)
         recomputed = answer_under(Patch(hide=(RowRef(*changed),)))
         if recomputed.answer is not None:
             outcomes.append(Outcome(Status.ANSWERED, recomputed.answer))
@@ -176,9 +182,9 @@ class ImplausibleValue(Injector):
         return tuple(outcomes)
 
     def kept(self, case, draft, lookup: SourceLookup) -> None:
-        table_name, item = _param(draft, "table"), _param(draft, "item")
-        item_key = (table_name, item if item not in (None, "None") else _param(draft, "column"))
-        _Usage(lookup, self.noise_type.value).keep(_param(draft, "mechanism"), item_key, _param(draft, "implausible"))
+        table_name, item = draft.param("table"), draft.param("item")
+        item_key = (table_name, item if item not in (None, "None") else draft.param("column"))
+        _Usage(lookup, self.noise_type.value).keep(draft.param("mechanism"), item_key, draft.param("implausible"))
 
 
 @register
@@ -213,24 +219,24 @@ class UnitMismatch(Injector):
     def accepted(self, case, draft, effect: Effect, answer_under: AnswerUnder):
         outcomes = [Outcome(Status.UNIT_INCONSISTENCY)]
         back = _written_back(draft)
-        if as_number(back) == float(_param(draft, "original")):
+        if as_number(back) == float(draft.param("original")):
             # The charted digits restore the reading: an agent that converts answers the clean task's answer.
             outcomes.append(Outcome(Status.ANSWERED, case.task.answer))
             return tuple(outcomes)
         # The value converted back, in the usual unit; the same patch the label check sets the row aside with.
-        column = _param(draft, "column")
-        restored = {c: back for c in (column, roles(_param(draft, "table")).mirror_of(column)) if c}
-        restored |= {u.column: _param(draft, "original_unit") for u in draft.patch.update if u.column not in restored}
+        column = draft.param("column")
+        restored = {c: back for c in (column, roles(draft.param("table")).mirror_of(column)) if c}
+        restored |= {u.column: draft.param("original_unit") for u in draft.patch.update if u.column not in restored}
         observed = answer_under(Patch(update=tuple(replace(u, value=restored[u.column]) for u in draft.patch.update)))
         if observed.answer is not None:
             outcomes.append(Outcome(Status.ANSWERED, observed.answer))
         return tuple(outcomes)
 
     def kept(self, case, draft, lookup: SourceLookup) -> None:
-        _Usage(lookup, self.noise_type.value).mechanisms[_param(draft, "mechanism")] += 1
+        _Usage(lookup, self.noise_type.value).mechanisms[draft.param("mechanism")] += 1
 
 
 def _written_back(draft: Draft) -> str:
-    conversion = Conversion(_param(draft, "converted_unit"), float(_param(draft, "factor")),
-                            float(_param(draft, "offset")))
-    return written_back(conversion, float(_param(draft, "converted")))
+    conversion = Conversion(draft.param("converted_unit"), float(draft.param("factor")),
+                            float(draft.param("offset")))
+    return written_back(conversion, float(draft.param("converted")))

@@ -10,7 +10,7 @@ import pytest
 
 from pipeline.answers import Unanswerable, answers_match, normalise
 from pipeline.noise.names import NAME_SOURCES
-from pipeline.noise.row_roles import ENTITY_OF_SLOT, conflict_key
+from pipeline.noise.row_roles import ENTITY_OF_SLOT, conflict_key, roles
 from pipeline.patching import patched
 from pipeline.task_model import Patch, RowRef, ValueChange
 from pipeline.templates import REGISTRY
@@ -141,6 +141,18 @@ PREMISE_HOLDS_FALSE = {
 }
 
 
+def test_a_window_without_evidence_lies_within_the_patients_life(built):
+    """Reviewer: 65 of 240 out-of-window twins asked about a window after the patient's death, a false
+    premise as much as a window without evidence, and accepted only the latter."""
+    db, pairs = _twins(built, NoiseType.OUT_OF_WINDOW)
+    assert pairs
+    with duckdb.connect(str(db), read_only=True) as con:
+        for _, twin in pairs:
+            params = {p.name: p.value for p in twin.noise_params}
+            (dod,), = con.execute("SELECT max(dod) FROM patients WHERE subject_id = ?", [twin.subject_id]).fetchall()
+            assert dod is None or datetime.fromisoformat(params["window_end"]).date() <= dod, twin.task_id
+
+
 @pytest.mark.parametrize("noise_type", QUERY_TYPES, ids=str)
 def test_the_changed_question_has_a_false_or_ambiguous_premise_on_the_unchanged_database(built, noise_type):
     db, pairs = _twins(built, noise_type)
@@ -191,6 +203,7 @@ def test_a_recomputed_or_converted_answer_is_accepted_for_value_noise(built):
     by_id = {t.task_id: t for t in clean}
     value_twins = [t for t in result.twins if t.noise_level is NoiseLevel.VALUE]
     assert value_twins
+    copied = 0
     with duckdb.connect(str(db), read_only=True) as con:
         for twin in value_twins:
             answered = [o.answer for o in twin.accepted_outcomes if o.status is Status.ANSWERED]
@@ -202,11 +215,29 @@ def test_a_recomputed_or_converted_answer_is_accepted_for_value_noise(built):
                                                             tolerance=clean.tolerance, unit=clean.unit), twin.task_id
                 continue
             (changed,) = {(u.table, u.row_id) for u in twin.patch.update}
-            if answered:
+            if _copies_in_record(con, twin, *changed):
+                # Reviewer: an ICU stay's implausible end accepted "no evidence" while transfers held the end.
+                assert [o.status for o in twin.accepted_outcomes] == [Status.IMPLAUSIBLE_VALUE], twin.task_id
+                copied += 1
+            elif answered:
                 with patched(con, Patch(hide=(RowRef(*changed),))):
                     assert _answer(con, by_id[twin.clean_task_id], twin.gold_sql) == answered[0]
             else:
                 assert Status.NO_EVIDENCE in [o.status for o in twin.accepted_outcomes]
+    on_copied_tables = [t for t in value_twins if t.noise_type is NoiseType.IMPLAUSIBLE_VALUE
+                        and roles(t.patch.update[0].table).recorded_also_in]
+    assert copied or not on_copied_tables, "no implausible twin's row has a copy: nothing was checked"
+
+
+def _copies_in_record(con, twin, table_name: str, row_id: int) -> int:
+    """Rows of other tables sharing the changed row's declared columns, on the twin's database."""
+    n = 0
+    with patched(con, twin.patch):
+        for other, shared in roles(table_name).recorded_also_in:
+            using = ", ".join(shared)
+            n += con.execute(f'SELECT count(*) FROM "{table_name}" t JOIN "{other}" o USING ({using}) '
+                             f'WHERE t.row_id = ?', [row_id]).fetchone()[0]
+    return n
 
 
 def test_unit_mismatch_twins_accept_the_clean_answer_where_the_charted_digits_restore_the_reading(built):
