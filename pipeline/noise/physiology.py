@@ -58,14 +58,12 @@ PERCENT_FRACTION = C("fraction", 0.01)
 
 MEASURED_ITEMS: tuple[MeasuredItem, ...] = (
     # ------------------------------------------------------------ laboratory (labevents)
-    MeasuredItem("potassium", _lab(50971, 50822), "mEq/L", (1.0, 12.0),
-                 (C("mg/dL", 3.9098),)),
-    MeasuredItem("sodium", _lab(50983, 50824), "mEq/L", (90.0, 200.0),
-                 (C("mg/dL", 2.2990),)),
-    MeasuredItem("chloride", _lab(50902, 50806), "mEq/L", (50.0, 170.0),
-                 (C("mg/dL", 3.5453),)),
-    MeasuredItem("bicarbonate", _lab(50882, 50804, 50803), "mEq/L", (1.0, 70.0),
-                 (C("mg/dL", 6.1017),)),
+    # Electrolytes are reported in mEq/L or mmol/L, the same number for these ions: no laboratory
+    # writes a potassium in mg/dL, so they get no unit twin.
+    MeasuredItem("potassium", _lab(50971, 50822), "mEq/L", (1.0, 12.0)),
+    MeasuredItem("sodium", _lab(50983, 50824), "mEq/L", (90.0, 200.0)),
+    MeasuredItem("chloride", _lab(50902, 50806), "mEq/L", (50.0, 170.0)),
+    MeasuredItem("bicarbonate", _lab(50882, 50804, 50803), "mEq/L", (1.0, 70.0)),
     MeasuredItem("creatinine", _lab(50912), "mg/dL", (0.05, 30.0),
                  (C("umol/L", 88.42),)),
     MeasuredItem("urea nitrogen", _lab(51006), "mg/dL", (0.5, 350.0),
@@ -96,8 +94,7 @@ MEASURED_ITEMS: tuple[MeasuredItem, ...] = (
     MeasuredItem("pCO2", _lab(50818), "mm Hg", (5.0, 250.0), (MMHG_KPA,)),
     MeasuredItem("pO2", _lab(50821), "mm Hg", (5.0, 800.0), (MMHG_KPA,)),
     MeasuredItem("INR", _lab(51237), None, (0.3, 30.0)),
-    MeasuredItem("clotting times", _lab(51274, 51275), "sec", (3.0, 300.0),
-                 (C("min", 1 / 60),)),
+    MeasuredItem("clotting times", _lab(51274, 51275), "sec", (3.0, 300.0)),  # always in seconds
     MeasuredItem("red cell indices", _lab(51250, 52172), "fL", (30.0, 200.0)),
     MeasuredItem("differential percentages",
                  _lab(51256, 51244, 51254, 51200, 51146, 51143, 51144, 51251, 51255, 51277),
@@ -108,8 +105,9 @@ MEASURED_ITEMS: tuple[MeasuredItem, ...] = (
     MeasuredItem("oxygen saturation", _chart(220277, 220227), "%", (0.0, 100.0),
                  (PERCENT_FRACTION,)),
     MeasuredItem("blood pressure", _chart(220179, 220180, 220181, 220050, 220051, 220052), "mmHg",
-                 (0.0, 400.0), (MMHG_KPA, C("cmH2O", 1.35951))),
-    MeasuredItem("central venous pressure", _chart(220074), "mmHg", (-20.0, 80.0), (MMHG_KPA,)),
+                 (0.0, 400.0)),  # monitors show mmHg everywhere: no unit twin
+    MeasuredItem("central venous pressure", _chart(220074), "mmHg", (-20.0, 80.0),
+                 (C("cmH2O", 1.35951),)),  # a water manometer reads it in cmH2O
     MeasuredItem("temperature fahrenheit", _chart(223761), "°F", (68.0, 115.0),
                  (C("°C", 5 / 9, -32 * 5 / 9),)),
     MeasuredItem("temperature celsius", _chart(223762), "°C", (20.0, 46.0),
@@ -120,7 +118,7 @@ MEASURED_ITEMS: tuple[MeasuredItem, ...] = (
     MeasuredItem("height in inches", _chart(226707), "Inch", (8.0, 108.0), (C("cm", 2.54),)),
     MeasuredItem("finger-stick glucose", _chart(225664, 220621, 226537), "mg/dL", (5.0, 3000.0), (C("mmol/L", 0.0555),)),
     MeasuredItem("inspired oxygen fraction", _chart(223835), None, (21.0, 100.0)),
-    MeasuredItem("PEEP", _chart(220339), "cmH2O", (0.0, 50.0), (C("mmHg", 0.73556),)),
+    MeasuredItem("PEEP", _chart(220339), "cmH2O", (0.0, 50.0)),  # ventilators set it in cmH2O
     MeasuredItem("tidal volume", _chart(224685, 224684, 224686), "mL", (0.0, 4000.0),
                  (C("L", 0.001),)),
     MeasuredItem("minute volume", _chart(224687), "L/min", (0.0, 80.0), (C("mL/min", 1000.0),)),
@@ -151,8 +149,6 @@ UNIT_CONVERSIONS: dict[str, tuple[Conversion, ...]] = {
     "grams": (C("mg", 1000.0),),
     "mcg": (C("mg", 0.001),),
     "kg": (C("lb", 2.20462),),
-    "mmhg": (MMHG_KPA,),
-    "mm hg": (MMHG_KPA,),
     "°f": (C("°C", 5 / 9, -32 * 5 / 9),),
     "°c": (C("°F", 1.8, 32.0),),
     "mg/dl": (C("mg/L", 10.0),),
@@ -197,10 +193,10 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("conventional_vs_si", ("mmol/l", "umol/l", "ukat/l", "mg/dl", "meq/l")),
     ("mass_concentration_scale", ("g/l", "mg/l")),
     ("temperature_scale", ("°c", "°f")),
-    ("pressure_unit", ("kpa", "cmh2o", "mmhg")),
+    ("pressure_unit", ("kpa", "cmh2o")),
     ("percent_vs_fraction", ("fraction", "%")),
     ("count_scale", ("/ul",)),
-    ("time_unit", ("min", "hours")),
+    ("time_unit", ("hours",)),
     ("weight_unit", ("lb", "kg")),
     ("length_unit", ("in", "cm")),
     ("metric_prefix", ("l", "ml", "mg", "g", "mcg", "l/hour", "ml/min")),
@@ -226,8 +222,8 @@ def conversions_for(table: str, item: str | int | None, unit: str | None,
                     column: str | None = None) -> tuple[Conversion, ...]:
     """How a value of ``item`` (or ``column``) recorded in ``unit`` can be rewritten in another unit."""
     m = measured_item(table, item, column)
-    if m is not None and m.conversions:
-        return m.conversions
+    if m is not None:
+        return m.conversions  # a described item is charted in the units listed there, or in one only
     return UNIT_CONVERSIONS.get((unit or "").strip().lower(), ())
 
 
@@ -256,11 +252,13 @@ def recorded_digits(value: float) -> tuple[int, int]:
 
 def charted_in_other_unit(converted: float, reading: float) -> float:
     """``converted`` (``reading`` written in another unit) to the significant digits the reading was
-    charted with, at least two: a measurement is as precise in one unit as in another, and a
-    conversion's arithmetic adds no digits a device or a laboratory would report."""
+    charted with, at least three: a measurement is as precise in one unit as in another, and a
+    conversion's arithmetic adds no digits a device or a laboratory would report. Three, because a
+    whole reading of two digits is no coarser than its unit: 69 kg is charted 152 lb, not 150, and 92
+    mmHg 12.3 kPa."""
     if converted == 0 or not math.isfinite(converted):
         return converted
-    return float(f"{converted:.{max(2, recorded_digits(reading)[0])}g}")
+    return float(f"{converted:.{max(3, recorded_digits(reading)[0])}g}")
 
 
 def charted_like(value: float, reading: float) -> float:

@@ -67,7 +67,8 @@ CODED_TEXTS: dict[str, tuple[CodedText, ...]] = {
 def with_derived(table_name: str, row: dict, changes: dict[str, str | None]) -> dict[str, str | None] | None:
     """``changes`` to ``row`` (column -> new text) with what the source derives from them: a duration
     recomputed from a changed end, or the end moved to a changed duration (which is then written as
-    the whole seconds between the times, as the source's are); a range flag set from a changed value.
+    the whole seconds between the times, as the source's are); a range flag set from a changed value
+(against the range as changed too, when it is).
     None when no row can hold them in step (a duration that would end past the calendar)."""
     out = dict(changes)
     for d in DURATIONS.get(table_name, ()):
@@ -90,12 +91,18 @@ def with_derived(table_name: str, row: dict, changes: dict[str, str | None]) -> 
             seconds = (end - start).total_seconds()
         out[d.column] = sql_text(seconds / SECONDS_PER_DAY)
     for f in RANGE_FLAGS.get(table_name, ()):
-        lower, upper = row.get(f.lower), row.get(f.upper)
+        lower = as_number(changes[f.lower]) if f.lower in changes else row.get(f.lower)
+        upper = as_number(changes[f.upper]) if f.upper in changes else row.get(f.upper)
         value = as_number(changes.get(f.value))
         if f.value not in changes or f.flag in changes or value is None or lower is None or upper is None:
             continue
         out[f.flag] = f.abnormal if value < lower or value > upper else None
     return out
+
+
+def range_bounds(table_name: str) -> tuple[str, ...]:
+    """The reference-range columns of ``table_name``: a value written in another unit takes its range along."""
+    return tuple(c for f in RANGE_FLAGS.get(table_name, ()) for c in (f.lower, f.upper))
 
 
 def follows_others(table_name: str) -> frozenset[str]:

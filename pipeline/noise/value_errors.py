@@ -29,6 +29,16 @@ class Mechanism:
     says: str  # what happened, in the words a chart reviewer would use
     numbers: NumberErrors | None = None  # clean value -> erroneous values (numeric items)
     times: TimeErrors | None = None  # (clean end time, start time) -> erroneous end times
+    not_in: frozenset[str] = frozenset()  # tables whose values this error never reaches
+
+    def reaches(self, table_name: str) -> bool:
+        return table_name not in self.not_in
+
+
+# Results an analyser sends through an interface: nobody keys a minus sign in front of them, and a
+# filler for "not obtained" is a charting interface's, not a laboratory's (an LDH of -282 or 9999 is
+# no error a laboratory system makes).
+ANALYSER_REPORTED = frozenset({"labevents"})
 
 
 def _digits(value: float) -> str:
@@ -105,9 +115,10 @@ MECHANISMS: tuple[Mechanism, ...] = (
               numbers=_unit_scale),
     Mechanism("transposed_digits", "two adjacent digits swapped", numbers=_transposed_digits),
     Mechanism("doubled_digit", "a digit keyed twice", numbers=_doubled_digit),
-    Mechanism("sign_slip", "a minus sign keyed in front of a value that cannot be negative", numbers=_sign_slip),
+    Mechanism("sign_slip", "a minus sign keyed in front of a value that cannot be negative", numbers=_sign_slip,
+              not_in=ANALYSER_REPORTED),
     Mechanism("placeholder", "a filler value an interface stores for 'not obtained' (999, 9999, ...)",
-              numbers=_placeholder),
+              numbers=_placeholder, not_in=ANALYSER_REPORTED),
     Mechanism("end_typed_wrong", "an end date or time keyed wrong (day and month swapped, a year digit slipped, "
               "AM for PM) so that it precedes the start", times=_end_typed_wrong),
 )

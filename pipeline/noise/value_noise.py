@@ -18,13 +18,17 @@ evidence rows of that table, one row per twin.
   admission's discharge as its discharge transfer), since the copy, not the rest, answers there
   (noise parameter ``recorded_also``).
 - ``unit_mismatch`` rewrites the value in another unit, with the significant digits the reading was
-  charted with (``physiology.charted_in_other_unit``: 98.8 °F becomes 37.1 °C), and relabels the
-  row's unit column (only where the table has one: a unit an agent can see is not the item's usual
-  one). The conversion's family (SI vs conventional, temperature scale, ...) is the mechanism.
+  charted with, at least three (``physiology.charted_in_other_unit``: 98.8 °F becomes 37.1 °C, 69 kg
+  152 lb), and relabels the row's unit column (only where the table has one: a unit an agent can see
+  is not the item's usual one); a lab's reference range moves to the new unit with it, as a
+  laboratory reporting in that unit gives it, and its flag stays in step. Only units someone charts
+  the item in (no potassium in mg/dL, no blood pressure in cmH2O) and no value below
+  ``SMALLEST_CHARTED`` (0.0005 g). The conversion's family (SI vs conventional, temperature scale,
+  ...) is the mechanism.
   Accepted: ``unit_inconsistency``, or the answer the record gives once the value is converted back
   to the usual unit, as the label check converts it: the clean answer when the charted digits
   restore the reading exactly (438 mL charted 0.438 L), else the answer over the value they restore
-  (1.6 mg/dL charted 0.52 mmol/L converts back to 1.61).
+  (69 kg charted 152 lb converts back to 68.95).
 """
 
 import math
@@ -40,7 +44,7 @@ from pipeline.noise.edits import as_number, pick, set_value
 from pipeline.noise.physiology import (ENDS_AFTER, Conversion, charted_in_other_unit, conversion_family, conversions_for,
                                        format_value, measured_item, written_back)
 from pipeline.noise.registry import AnswerUnder, Applicability, Draft, DropReason, Effect, Injector, register
-from pipeline.noise.row_consistency import with_derived
+from pipeline.noise.row_consistency import range_bounds, with_derived
 from pipeline.noise.row_roles import roles
 from pipeline.noise.value_errors import MECHANISMS, Mechanism, outside
 from pipeline.schema import ROW_ID, table
@@ -107,6 +111,10 @@ class _Usage:
         self.values.setdefault(item_key, set()).add(text)
 
 
+# Below this, a value in another unit is one no chart writes (a dose of 0.0005 g, a volume of 0.002 L).
+SMALLEST_CHARTED = 0.01
+
+
 @register
 class ImplausibleValue(Injector):
     noise_type = NoiseType.IMPLAUSIBLE_VALUE
@@ -156,7 +164,7 @@ class ImplausibleValue(Injector):
         described = measured_item(table_name, _item_of(table_name, row), value_col)
         if described is None:
             return  # no declared limits: nothing is surely impossible
-        for name in usage.order([m.name for m in MECHANISMS if m.numbers], rng):
+        for name in usage.order([m.name for m in MECHANISMS if m.numbers and m.reaches(table_name)], rng):
             values = by_name[name].numbers(float(value), described)
             rng.shuffle(values)
             for new in values:
@@ -209,7 +217,10 @@ class UnitMismatch(Injector):
                 text = format_value(charted_in_other_unit(conv.apply(value), value))
                 if as_number(text) == value:
                     continue  # a zero that converts to zero would change nothing
+                if abs(as_number(text)) < SMALLEST_CHARTED:
+                    continue  # 0.5 mg is not charted as 0.0005 g: a value nobody writes gives the twin away
                 updates = set_value(table_name, row, value_col, text) + set_value(table_name, row, unit_col, conv.unit)
+                updates += _range_in(table_name, row, value_col, text, conv)
                 yield Draft(_params(table=table_name, row_id=row[ROW_ID], column=value_col, item=item,
                                     original=sql_text(row[value_col]), original_unit=unit, converted=text,
                                     converted_unit=conv.unit, factor=conv.factor, offset=conv.offset,
@@ -224,16 +235,31 @@ class UnitMismatch(Injector):
             outcomes.append(Outcome(Status.ANSWERED, case.task.answer))
             return tuple(outcomes)
         # The value converted back, in the usual unit; the same patch the label check sets the row aside with.
-        column = draft.param("column")
-        restored = {c: back for c in (column, roles(draft.param("table")).mirror_of(column)) if c}
-        restored |= {u.column: draft.param("original_unit") for u in draft.patch.update if u.column not in restored}
-        observed = answer_under(Patch(update=tuple(replace(u, value=restored[u.column]) for u in draft.patch.update)))
+        column, table_name = draft.param("column"), draft.param("table")
+        restored = {c: back for c in (column, roles(table_name).mirror_of(column)) if c}
+        restored[UNIT_OF[table_name][1]] = draft.param("original_unit")
+        observed = answer_under(Patch(update=tuple(replace(u, value=restored.get(u.column, u.value))
+                                                   for u in draft.patch.update)))
         if observed.answer is not None:
             outcomes.append(Outcome(Status.ANSWERED, observed.answer))
         return tuple(outcomes)
 
     def kept(self, case, draft, lookup: SourceLookup) -> None:
         _Usage(lookup, self.noise_type.value).mechanisms[draft.param("mechanism")] += 1
+
+
+def _range_in(table_name: str, row: dict, value_col: str, text: str, conv: Conversion) -> tuple[ValueChange, ...]:
+    """The row's reference range written in the value's new unit, as a laboratory reporting in that
+    unit gives it (a range left in the usual unit, and a flag out of step with it, would show which
+    row was rewritten without a look at the unit), and the flag as the value stands in it."""
+    bounds = {c: format_value(charted_in_other_unit(conv.apply(row[c]), row[c]))
+              for c in range_bounds(table_name) if isinstance(row.get(c), (int, float))}
+    if not bounds:
+        return ()
+    derived = with_derived(table_name, row, {value_col: text, **bounds}) or {}
+    rid = int(row[ROW_ID])
+    return tuple(ValueChange(table_name, rid, c, v) for c, v in derived.items()
+                 if c != value_col and (c in bounds or v != row.get(c)))
 
 
 def _written_back(draft: Draft) -> str:

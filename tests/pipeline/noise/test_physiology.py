@@ -50,7 +50,8 @@ def test_a_reading_written_in_another_unit_keeps_the_digits_it_was_charted_with(
     fahrenheit_to_celsius = next(c for c in conversions_for("chartevents", 223761, "°F") if c.unit == "°C")
     assert charted_in_other_unit(fahrenheit_to_celsius.apply(98.8), 98.8) == 37.1
     assert charted_in_other_unit(438.0 * 0.001, 438.0) == 0.438  # 438 mL as L: every digit kept
-    assert charted_in_other_unit(1.6 * 0.3229, 1.6) == 0.52  # never fewer than two digits
+    assert charted_in_other_unit(1.6 * 0.3229, 1.6) == 0.517  # never fewer than three digits
+    assert charted_in_other_unit(69.0 * 2.20462, 69.0) == 152.0  # 69 kg is not charted 150 lb
     assert charted_in_other_unit(140.0 * 0.133322, 140.0) == 18.7  # a whole number's zeros count
 
 

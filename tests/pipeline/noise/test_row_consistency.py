@@ -55,7 +55,7 @@ def _rows_written(con, twin) -> dict[str, list[dict]]:
 
 def test_every_row_a_twin_writes_is_as_consistent_as_the_sources_rows(built):
     db, _, result = built
-    checked = {"icustays": 0, "labevents": 0, "coded": 0}
+    checked = {"icustays": 0, "labevents": 0, "coded": 0, "unit": 0}
     with duckdb.connect(str(db), read_only=True) as con:
         # What the source itself holds, so that the test asks of a twin only what every source row shows.
         assert con.execute("SELECT count(*) FROM icustays WHERE abs(los - epoch(outtime - intime) / 86400) > 1e-9"
@@ -74,9 +74,10 @@ def test_every_row_a_twin_writes_is_as_consistent_as_the_sources_rows(built):
                     if table_name == "labevents" and None not in (row["valuenum"], row["ref_range_lower"],
                                                                   row["ref_range_upper"]) and row["valueuom"]:
                         outside = not row["ref_range_lower"] <= row["valuenum"] <= row["ref_range_upper"]
-                        if twin.noise_type.value == "unit_mismatch":
-                            continue  # the range stays in the usual unit: it is part of what shows the unit is wrong
+                        # A unit twin's range moved to the new unit with its value (a reviewer read the flag
+                        # against a range left in the usual unit as a tell).
                         checked["labevents"] += 1
+                        checked["unit"] += twin.noise_type.value == "unit_mismatch"
                         assert (row["flag"] == "abnormal") == outside, (twin.task_id, row)
                     if table_name in CODED_TEXTS and any(a.row_id < 0 for a in twin.patch.add):
                         (c,) = CODED_TEXTS[table_name]

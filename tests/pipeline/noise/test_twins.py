@@ -262,4 +262,6 @@ def _converted_back(twin) -> Patch:
     back = (float(p["converted"]) - float(p["offset"])) / float(p["factor"])
     text = f"{back:.12g}"
     values = {p["converted"]: text, p["converted_unit"]: p["original_unit"]}
-    return Patch(update=tuple(ValueChange(u.table, u.row_id, u.column, values[u.value]) for u in twin.patch.update))
+    # A lab's reference range and flag stay as the twin wrote them: no answer reads them.
+    return Patch(update=tuple(ValueChange(u.table, u.row_id, u.column, values.get(u.value, u.value))
+                              for u in twin.patch.update))
