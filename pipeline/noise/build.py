@@ -34,6 +34,7 @@ from pipeline.release.splits import split_of_task
 from pipeline.schema import ROW_ID
 from pipeline.source_db import read_source_info
 from pipeline.task_model import NamedValue, Outcome, Task
+from pipeline.templates.references import rendered_like
 from pipeline.vocabulary import Intent, Level, NoiseLevel, NoiseType, ProofCheck, Variant
 
 TemplateLookup = Callable[[str], TemplateLike]
@@ -158,7 +159,7 @@ class _Builder:
             slots = draft.slots if draft.slots is not None else case.slots
             rendered = case.template.render_sql(slots) if slots != case.slots else None
             gold_sql = draft.gold_sql or rendered or t.gold_sql
-            question = draft.question or case.template.render_question(slots, t.paraphrase)
+            question = draft.question or rendered_like(case.template, slots, t.paraphrase, t.question, case.slots)
             check = QUERY_CHECK.get(inj.noise_type, ProofCheck.PREMISE_FALSE)
             verdict = self.prover.premise(case, draft, check, rendered)
         else:

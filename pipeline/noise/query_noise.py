@@ -35,6 +35,7 @@ from pipeline.noise.registry import AnswerUnder, Applicability, Draft, DropReaso
 from pipeline.noise.row_roles import ENTITY_OF_SLOT, roles
 from pipeline.schema import TABLES_BY_NAME
 from pipeline.task_model import NamedValue, Outcome
+from pipeline.templates.references import REFERENCE_PHRASES, SIBLINGS, render_vaguely
 from pipeline.vocabulary import Level, NoiseType, Operation, SlotKind, Status
 
 ENTITY_KINDS = (SlotKind.ICU_STAY, SlotKind.ADMISSION, SlotKind.SUBJECT)  # most specific first
@@ -218,27 +219,6 @@ class OutOfWindow(Injector):
         return DropReason.ANSWER_STILL_DEFINED
 
 
-_SENTINEL = "\u2063REF\u2063"
-# How a question names an admission or ICU stay by id, and what an ambiguous reference says instead.
-REFERENCE_PHRASES: dict[SlotKind, tuple[re.Pattern, str]] = {
-    SlotKind.ADMISSION: (re.compile(r"\b(?:hospital )?(?:admission|hospitalization) " + _SENTINEL),
-                         "the hospital admission"),
-    SlotKind.ICU_STAY: (re.compile(r"\b(?:ICU )?(?:stay|admission) " + _SENTINEL), "the ICU stay"),
-}
-SIBLINGS = {SlotKind.ADMISSION: ("admissions", "hadm_id"), SlotKind.ICU_STAY: ("icustays", "stay_id")}
-
-
-def vague_reference(question_with_sentinel: str, kind: SlotKind) -> str | None:
-    """The question with the entity's id replaced by a vague reference, or None when the question does
-    not name it exactly once in a form this knows. "patient 7's admission 123" becomes "patient 7's
-    hospital admission", not "patient 7's the hospital admission"."""
-    pattern, phrase = REFERENCE_PHRASES[kind]
-    question, n = pattern.subn(phrase, question_with_sentinel)
-    if n != 1 or _SENTINEL in question:
-        return None
-    return question.replace("'s the ", "'s ")
-
-
 def general_names(name: str) -> list[str]:
     """The general names ``name`` refines, most specific first. A general name is the head noun
     phrase with a trailing qualifier cut off, where the name itself marks one:
@@ -297,8 +277,7 @@ class AmbiguousReference(Injector):
         subject = case.task.subject_id
         for name in case.slots_of(SlotKind.ADMISSION, SlotKind.ICU_STAY):
             kind = case.slot_kinds[name]
-            text = case.template.render_question({**case.slots, name: _SENTINEL}, case.task.paraphrase)
-            question = vague_reference(text, kind)
+            question = render_vaguely(case.template, case.slots, case.task.paraphrase, name)
             if question is None or subject is None:
                 continue
             table, column = SIBLINGS[kind]

@@ -18,7 +18,9 @@ For each template, in one pass of a few DuckDB queries (never a table pulled int
    SQL; an answer different from the batched one is a bug and raises, naming the template.
 
 A filling's task id hashes the template id, the slot texts and the seed; its paraphrase is chosen
-from the same hash. Intents whose tables are missing from the database are skipped and reported.
+from the same hash, and so is whether a question about the patient's only admission (or ICU stay)
+leaves its id unsaid (``pipeline.templates.references``: then "the hospital admission" is no sign of
+an ambiguous twin). Intents whose tables are missing from the database are skipped and reported.
 """
 
 import hashlib
@@ -37,9 +39,10 @@ from pipeline.progress import Progress, ProgressEvent, emit
 from pipeline.schema import TABLES_BY_NAME
 from pipeline.source_db import read_source_info
 from pipeline.task_model import AnswerValue, NamedValue, Outcome, RowRef, Task
+from pipeline.templates.references import SIBLINGS, render_vaguely, vague_for
 from pipeline.templates.registry import REGISTRY
 from pipeline.templates.template import Template, slot_text, sql_literal
-from pipeline.vocabulary import Intent, Level, Status, Variant
+from pipeline.vocabulary import Intent, Level, SlotKind, Status, Variant
 
 DEFAULT_TASKS_PER_TEMPLATE = 40
 DEFAULT_MAX_EVIDENCE_ROWS = 5000  # a patch hiding a task's evidence must stay small
@@ -231,12 +234,29 @@ def paraphrase_for(template: Template, task_id: str, seed: int) -> int:
     return int(digest, 16) % len(template.paraphrases)
 
 
-def _task(template: Template, slots: dict[str, str], ev: Evaluation, seed: int, fingerprint: str) -> Task:
+def _only_ones(con: duckdb.DuckDBPyConnection, template: Template, slots: Mapping[str, str]) -> dict[SlotKind, bool]:
+    """Per admission or stay slot kind of ``template``: is it the patient's only admission (stay)?"""
+    out = {}
+    subject = slots.get("subject_id")
+    if subject is None or template.level is not Level.PATIENT:
+        return out
+    for kind in sorted({SlotKind(k) for k in template.slots.values()} & set(SIBLINGS)):
+        table, _ = SIBLINGS[kind]
+        (n,), = con.execute(f"SELECT count(*) FROM {table} WHERE subject_id = ?", [int(subject)]).fetchall()
+        out[kind] = n == 1
+    return out
+
+
+def _task(template: Template, slots: dict[str, str], ev: Evaluation, seed: int, fingerprint: str,
+          only_one: Mapping[SlotKind, bool] | None = None) -> Task:
     task_id = task_id_for(template, slots, seed)
     paraphrase = paraphrase_for(template, task_id, seed)
+    vague = vague_for(template, slots, task_id, seed, only_one or {})
+    question = (render_vaguely(template, slots, paraphrase, vague) if vague else None) \
+        or template.render_question(slots, paraphrase)
     return Task(
         task_id=task_id, clean_task_id=None, variant=Variant.CLEAN, intent=template.intent, level=template.level,
-        template_id=template.id, paraphrase=paraphrase, question=template.render_question(slots, paraphrase),
+        template_id=template.id, paraphrase=paraphrase, question=question,
         slots=tuple(NamedValue(n, slots[n]) for n in template.slots),
         subject_id=int(slots["subject_id"]) if template.level is Level.PATIENT else None,
         gold_sql=template.render_sql(slots), answer_type=template.answer_type, answer=ev.answer,
@@ -281,7 +301,7 @@ def extract_template(con: duckdb.DuckDBPyConnection, template: Template, *,
                     continue
                 if not tasks:
                     _spot_check(con, template, slots, ev)
-                tasks.append(_task(template, slots, ev, seed, fingerprint))
+                tasks.append(_task(template, slots, ev, seed, fingerprint, _only_ones(con, template, slots)))
                 if len(tasks) == tasks_per_template:
                     break
             if len(rows) < chunk:

@@ -405,7 +405,7 @@ BAD_GRAMMAR = [r"'s the\b", r"\bthe the\b", r"\ba the\b", r"\s{2,}", r"\.\.(?!\.
 
 def test_every_paraphrase_renders_grammatically_with_every_slot_kind_and_as_a_vague_reference():
     """Reviewer: 23 ambiguous questions read "patient N's the hospital admission"."""
-    from pipeline.noise.query_noise import _SENTINEL, vague_reference
+    from pipeline.templates.references import _SENTINEL, vague_reference
 
     rendered = 0
     for template in REGISTRY:
