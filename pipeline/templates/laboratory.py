@@ -60,6 +60,15 @@ def _extreme(id_: str, op: Operation, fn: str, paraphrases: tuple[str, ...]) -> 
 WINDOW_24H = (" AND l.charttime >= (SELECT admittime FROM admissions WHERE hadm_id = {hadm_id}) "
               "AND l.charttime < (SELECT admittime FROM admissions WHERE hadm_id = {hadm_id}) + INTERVAL 24 HOUR")
 IN_WINDOW = NAMED + " AND l.subject_id = {subject_id} AND l.charttime >= {start_time} AND l.charttime < {end_time}"
+# A culture grew an organism: org_name holds one. MIMIC-IV also writes a cancelled test ("CANCELLED")
+# and the result of a PCR or antigen test ("POSITIVE", "POSITIVE FOR INFLUENZA A VIRAL ANTIGEN") there:
+# no organism grew, and a careful reader would not list them as one.
+def grew(alias: str = "") -> str:
+    a = f"{alias}." if alias else ""
+    return (f"{a}org_name IS NOT NULL AND {a}org_name <> 'CANCELLED' AND {a}org_name NOT LIKE 'POSITIVE%' "
+            f"AND {a}org_name NOT LIKE 'NEGATIVE%'")
+
+
 MICRO_SCOPE = ("microbiologyevents AS m WHERE m.subject_id = {subject_id} AND m.hadm_id = {hadm_id} "
                "AND m.spec_type_desc = {specimen}")
 MICRO_SLOTS = {"subject_id": K.SUBJECT, "hadm_id": K.ADMISSION, "specimen": K.CATEGORY}
@@ -199,9 +208,9 @@ register(
             "List the organisms isolated from patient {subject_id}'s {specimen} samples in admission {hadm_id}.",
         ),
         sampler=("SELECT subject_id, hadm_id, spec_type_desc AS specimen FROM microbiologyevents "
-                 "WHERE org_name IS NOT NULL AND hadm_id IS NOT NULL"),
-        gold_sql="SELECT DISTINCT m.org_name FROM " + MICRO_SCOPE + " AND m.org_name IS NOT NULL",
-        evidence_sql="SELECT 'microbiologyevents', m.row_id FROM " + MICRO_SCOPE + " AND m.org_name IS NOT NULL",
+                 "WHERE " + grew() + " AND hadm_id IS NOT NULL"),
+        gold_sql="SELECT DISTINCT m.org_name FROM " + MICRO_SCOPE + " AND " + grew("m"),
+        evidence_sql="SELECT 'microbiologyevents', m.row_id FROM " + MICRO_SCOPE + " AND " + grew("m"),
         notes="specimen is microbiologyevents.spec_type_desc; a row without organism is a culture without growth"),
     Template(
         id="micro_tests_on_specimen", intent=LAB, level=Level.PATIENT, operation=Operation.RETRIEVAL,
@@ -280,14 +289,14 @@ register(
             "Rank the top {top_n} organisms grown from {specimen} specimens by number of patients.",
         ),
         sampler=("SELECT spec_type_desc AS specimen, n.top_n FROM microbiologyevents, (VALUES (2), (3)) AS n(top_n) "
-                 "WHERE org_name IS NOT NULL"),
+                 "WHERE " + grew()),
         gold_sql=("SELECT m.org_name, rank() OVER (ORDER BY count(DISTINCT m.subject_id) DESC) AS rnk "
-                  "FROM microbiologyevents AS m WHERE m.spec_type_desc = {specimen} AND m.org_name IS NOT NULL "
+                  "FROM microbiologyevents AS m WHERE m.spec_type_desc = {specimen} AND " + grew("m") + " "
                   "GROUP BY m.org_name QUALIFY rnk <= {top_n}"),
         evidence_sql=("SELECT 'microbiologyevents', m.row_id FROM microbiologyevents AS m "
-                      "WHERE m.spec_type_desc = {specimen} AND m.org_name IS NOT NULL"),
+                      "WHERE m.spec_type_desc = {specimen} AND " + grew("m")),
         guards=(Guard("fewer_than_n_organisms", "SELECT count(DISTINCT m.org_name) < {top_n} FROM microbiologyevents "
-                                                "AS m WHERE m.spec_type_desc = {specimen}"),),
+                                                "AS m WHERE m.spec_type_desc = {specimen} AND " + grew("m")),),
         notes="ranked by distinct patients; a tie inside the top N or at its cut is rejected"),
     Template(
         id="micro_pop_patients_with_organism", intent=LAB, level=Level.POPULATION, operation=Operation.COUNT,
@@ -296,7 +305,7 @@ register(
             "How many patients had {organism} isolated in a microbiology culture?",
             "In how many patients did a culture grow {organism}?",
         ),
-        sampler="SELECT org_name AS organism FROM microbiologyevents WHERE org_name IS NOT NULL",
+        sampler="SELECT org_name AS organism FROM microbiologyevents WHERE " + grew(),
         gold_sql="SELECT count(DISTINCT m.subject_id) FROM microbiologyevents AS m WHERE m.org_name = {organism}",
         evidence_sql="SELECT 'microbiologyevents', m.row_id FROM microbiologyevents AS m WHERE m.org_name = {organism}",
         notes="organism is microbiologyevents.org_name"),

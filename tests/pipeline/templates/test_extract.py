@@ -250,3 +250,21 @@ def test_progress_reports_each_template_as_an_event_counting_up_to_the_total(dem
         ("templates", "template", k, len(diagnoses)) for k in range(len(diagnoses) + 1)]
     assert [e.label for e in events[1:]] == diagnoses
     assert all("tasks" in e.note for e in events[1:])
+
+
+def test_an_organism_is_never_a_cancelled_test_or_a_test_result(demo_result, demo_con):
+    """Reviewer: "top 3 organisms grown from STOOL" answered CLOSTRIDIUM DIFFICILE, CANCELLED, POSITIVE:
+    MIMIC-IV writes a cancelled test and a PCR's result in org_name, and neither grew."""
+    for template_id, slots in (("micro_pop_top_organisms", {"specimen": "STOOL", "top_n": "3"}),
+                               ("micro_organisms_in_specimen",
+                                {"subject_id": "10018081", "hadm_id": "28861356", "specimen": "STOOL"})):
+        rows = demo_con.execute(REGISTRY.get(template_id).render_sql(slots)).fetchall()
+        assert not {"CANCELLED", "POSITIVE"} & {r[0] for r in rows}, (template_id, rows)
+    micro = [t for t in demo_result.tasks if t.template_id.startswith("micro_")]
+    assert micro
+    for task in micro:
+        values = [s.value for s in task.slots if s.name == "organism"]
+        answer = task.answer
+        values += list(answer.items or ()) + ([answer.text] if answer.text else [])
+        for value in values:
+            assert value != "CANCELLED" and not value.startswith(("POSITIVE", "NEGATIVE")), (task.task_id, value)
