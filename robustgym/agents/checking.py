@@ -11,8 +11,10 @@ the same sandboxed ``sql`` tool first, in this order, and answers only when ever
 3. evidence: the gold SQL returns something, else ``invalid_premise`` when the named thing was never
    recorded for the patient (for anyone, at population level), ``no_evidence`` otherwise;
 4. one fact, one row: a single-valued answer resting on several rows is ``conflicting_evidence``;
-5. links: a row of the patient in the question's tables pointing to an admission that does not
-   exist is ``inconsistent_record``;
+5. links: a row of the patient in the question's tables pointing to an admission or ICU stay that
+   does not exist, or a row of the question's admission (an ICU stay of the patient's) timed a day or
+   more outside it, is
+   ``inconsistent_record`` (also when the gold SQL finds nothing: the rows may have left its scope);
 6. the rows the answer rests on, probed with aggregates over the gold SQL's own FROM/WHERE (so no
    row cap applies): two different rows with the same natural key (``pipeline.schema``), or two
    values of one item at one time -> ``conflicting_evidence``; rows timed outside their admission ->
@@ -58,6 +60,11 @@ NAMED_SLOTS = {"lab": ("d_labitems", "label"), "lab_label": ("d_labitems", "labe
 LINKED = ("labevents", "chartevents", "outputevents", "inputevents", "procedureevents", "datetimeevents",
           "microbiologyevents", "prescriptions", "emar", "pharmacy", "diagnoses_icd", "procedures_icd",
           "drgcodes", "services", "transfers", "icustays", "hcpcsevents", "poe")
+# The time of a row's event, for tables without a measured value (those are checked over the gold
+# SQL's own rows): a row of the question's admission (an ICU stay of the patient) timed well outside
+# it has a broken time.
+EVENT_TIME = {"icustays": "intime", "transfers": "intime", "procedures_icd": "chartdate", "hcpcsevents": "chartdate",
+              "services": "transfertime"}
 SINGLE_VALUED = {AnswerType.NUMBER, AnswerType.TEXT, AnswerType.BOOLEAN, AnswerType.TIMESTAMP}
 _CLAUSE_END = re.compile(r"\b(GROUP\s+BY|ORDER\s+BY|LIMIT|QUALIFY|HAVING|WINDOW|UNION|EXCEPT|INTERSECT)\b", re.I)
 
@@ -168,7 +175,10 @@ class CheckingAgent:
         values = [r[0] for r in rows if r and r[0] is not None]
         if not values:
             never = _checked(lambda: self._never_recorded(probe, plan, names))
-            return (Status.INVALID_PREMISE if never else Status.NO_EVIDENCE), rows
+            if never:
+                return Status.INVALID_PREMISE, rows
+            # Nothing in scope may be rows that left it by a broken link or time, still the patient's.
+            return (_checked(lambda: self._dangling(probe, plan)) or Status.NO_EVIDENCE), rows
         if plan.answer_type in SINGLE_VALUED and len(rows) > 1:
             return Status.CONFLICTING_EVIDENCE, rows
         return _checked(lambda: self._dangling(probe, plan) or self._evidence(probe, plan)) or Status.ANSWERED, rows
@@ -227,11 +237,25 @@ class CheckingAgent:
             return None
         hadm = plan.slots.get("hadm_id")
         for table in sorted(set(re.findall(r"\b(" + "|".join(LINKED) + r")\b", from_where))):
+            columns = TABLES_BY_NAME[table].column_names
             if probe.scalar(f"SELECT count(*) FROM {table} WHERE subject_id = {int(subject)} AND hadm_id IS NOT NULL "
                             f"AND hadm_id NOT IN (SELECT hadm_id FROM admissions)"):
                 return Status.INCONSISTENT_RECORD
+            if "stay_id" in columns and table != "icustays" and probe.scalar(
+                    f"SELECT count(*) FROM {table} WHERE subject_id = {int(subject)} AND stay_id IS NOT NULL "
+                    f"AND stay_id NOT IN (SELECT stay_id FROM icustays)"):
+                return Status.INCONSISTENT_RECORD
             if hadm and hadm.isdigit() and probe.scalar(
                     f"SELECT count(*) FROM {table} WHERE hadm_id = {int(hadm)} AND subject_id <> {int(subject)}"):
+                return Status.INCONSISTENT_RECORD
+            when = EVENT_TIME.get(table)
+            # The question's admission's rows; an ICU stay of any admission of the patient (a stay is
+            # never charted outside its admission, while procedures and transfers can be, a little).
+            scope = f"e.hadm_id = {int(hadm)}" if hadm and hadm.isdigit() else \
+                f"e.subject_id = {int(subject)}" if table == "icustays" else None
+            if when and scope and probe.scalar(
+                    f"SELECT count(*) FROM {table} AS e JOIN admissions AS a USING (hadm_id) WHERE {scope} AND "
+                    f"(e.{when} < a.admittime - INTERVAL 1 DAY OR e.{when} > a.dischtime + INTERVAL 1 DAY)"):
                 return Status.INCONSISTENT_RECORD
         return None
 

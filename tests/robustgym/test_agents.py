@@ -5,7 +5,7 @@ a robust agent. The registry refuses duplicates, and an agent that fails does no
 
 import pytest
 
-from pipeline.vocabulary import Split
+from pipeline.vocabulary import Level, NoiseType, Split
 from robustgym.agents import (CleanAnswer, DuplicateAgentError, Plan, Privilege, agent_names, hint_for, make_agent,
                               register_agent)
 from robustgym.metrics import summarize
@@ -166,3 +166,14 @@ def test_the_checking_agents_probes_are_statements_the_database_runs(runs):
     assert _table_refs(top_level_from(nested)) == []
     flat = "SELECT max(l.valuenum) FROM labevents AS l JOIN d_labitems AS d ON d.itemid = l.itemid WHERE l.subject_id = 1"
     assert _table_refs(top_level_from(flat)) == [("labevents", "l"), ("d_labitems", "d")]
+
+
+def test_the_checking_agent_looks_past_a_broken_link_before_it_says_no_evidence(pipeline_release, runs):
+    """Reviewer: the checking agent solved 2 of 40 orphaned twins once they stopped accepting the answer
+    without the detached rows: it said "no evidence" when the gold SQL found nothing, without a look at
+    the patient's rows that had left its scope."""
+    tasks = {t.task_id: t for s in Split for t in pipeline_release.tasks(s.value)}
+    orphaned = [t for t in runs["checking"] if tasks[t.task_id].noise_type is NoiseType.ORPHANED_RECORD
+                and tasks[t.task_id].level is Level.PATIENT]
+    assert orphaned, "no patient-level orphaned twin in the release: nothing was checked"
+    assert sum(t.reward for t in orphaned) >= 0.75 * len(orphaned), [(t.task_id, t.reward) for t in orphaned]
