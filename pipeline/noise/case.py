@@ -172,6 +172,16 @@ class SourceLookup:
                                  f'SELECT min("{column}"), max("{column}") FROM main."{table_name}"')
         return int(lo or 0), int(hi or 0)
 
+    def free_id_after(self, table_name: str, column: str, value: int, window: int = 64) -> int:
+        """The first id above ``value`` no row of the table holds, within ``window``; past the table's
+        largest id when every one of those is taken. A second charting gets an id near the first one's,
+        as ids are handed out in time: the table's largest id would mark the made-up row."""
+        used = {r[0] for r in self._cached(("ids near", table_name, column, value, window),
+                                           f'SELECT "{column}" FROM main."{table_name}" '
+                                           f'WHERE "{column}" BETWEEN ? AND ?', [value + 1, value + window])}
+        free = next((i for i in range(value + 1, value + window + 1) if i not in used), None)
+        return free if free is not None else self.id_range(table_name, column)[1] + 1
+
     def id_set(self, table_name: str, column: str) -> frozenset[int]:
         """Every value of an id column (entity tables are small: patients, admissions, ICU stays)."""
         key = ("ids", table_name, column)

@@ -53,8 +53,26 @@ def set_value(table_name: str, row: dict, column: str, text: str | None) -> tupl
     changes = [ValueChange(table_name, rid, column, text)]
     mirror = roles(table_name).mirror_of(column)
     if mirror is not None:
-        changes.append(ValueChange(table_name, rid, mirror, text))
+        rendered = mirror_text(text, row.get(mirror))
+        if rendered != row.get(mirror):
+            changes.append(ValueChange(table_name, rid, mirror, rendered))
     return tuple(changes)
+
+
+def mirror_text(text: str | None, original: Any) -> str | None:
+    """A new value ``text`` as the row's text column renders its value: with the decimals the original
+    text shows (chartevents writes 91.0, labevents 135: a duplicate heart rate of "100" among "NN.0"
+    texts gave itself away), and a text that is not a number (a redacted "___") left as it is."""
+    if text is None or original is None:
+        return text
+    original = str(original)
+    if as_number(original) is None:
+        return original
+    shown = len(original.partition(".")[2])
+    number = as_number(text)
+    if number is not None and len(text.partition(".")[2]) < shown:
+        return f"{number:.{shown}f}"
+    return text
 
 
 def copy_row(table_name: str, row: dict, new_row_id: int, changes: dict[str, str | None]) -> AddedRow:

@@ -36,7 +36,7 @@ from pipeline.noise.row_roles import ENTITY_OF_SLOT, roles
 from pipeline.schema import TABLES_BY_NAME
 from pipeline.task_model import NamedValue, Outcome
 from pipeline.templates.references import REFERENCE_PHRASES, SIBLINGS, render_vaguely
-from pipeline.vocabulary import Level, NoiseType, Operation, SlotKind, Status
+from pipeline.vocabulary import AnswerType, Level, NoiseType, Operation, SlotKind, Status
 
 ENTITY_KINDS = (SlotKind.ICU_STAY, SlotKind.ADMISSION, SlotKind.SUBJECT)  # most specific first
 NAMES_TRIED = 3  # replacement names tried per slot
@@ -113,7 +113,10 @@ class FalsePremise(Injector):
                 pool = _sorted(lookup, source, "dictionary_only")
                 mine = set()
                 scope = "events of any patient"
-            others = [n for n in pick(pool, NAMES_TRIED + len(mine), rng) if n.strip().casefold() not in mine]
+            unit = case.task.unit if getattr(case.template, "unit_sql", None) else None
+            numeric = case.task.answer_type is AnswerType.NUMBER
+            others = [n for n in pick(pool, 4 * NAMES_TRIED + len(mine), rng) if n.strip().casefold() not in mine
+                      and _fits(lookup, kind, n, unit, numeric)]
             for other in others[:NAMES_TRIED]:
                 facts = tuple(_named(f"{scope} named {other!r} ({s.events_table})",
                                      NameCount(s, other, subject, recorded=True), "==", 0)
@@ -124,6 +127,26 @@ class FalsePremise(Injector):
 
     def accepted(self, case, draft, effect: Effect, answer_under: AnswerUnder):
         return (Outcome(Status.INVALID_PREMISE),) if effect.no_answer else DropReason.ANSWER_STILL_DEFINED
+
+
+def _fits(lookup: SourceLookup, kind: SlotKind, name: str, unit: str | None, numeric: bool) -> bool:
+    """Whether ``name`` could be what the question asks for, as far as the database says: a chart item
+    charted as a number for a numeric answer (not "Side Rails"), and, where the question states the
+    clean item's unit, in that unit if the database shows the name's (a "minimum Cholesterol ... in
+    °F" gave the twin away)."""
+    if kind is SlotKind.CHART_ITEM:
+        items = lookup.query(("chart item", name), "SELECT param_type, unitname FROM d_items WHERE label = ? "
+                                                    "ORDER BY itemid", [name])
+        if numeric and items and not any(str(t or "").startswith("Numeric") for t, _ in items):
+            return False
+        shown = {str(u).strip().casefold() for _, u in items if u}
+    elif kind is SlotKind.LAB_ITEM:
+        shown = {str(u).strip().casefold() for (u,) in lookup.query(
+            ("lab unit", name), "SELECT DISTINCT l.valueuom FROM labevents AS l JOIN d_labitems AS d ON d.itemid = "
+                                "l.itemid WHERE d.label = ? AND l.valueuom IS NOT NULL", [name])}
+    else:
+        return True
+    return unit is None or not shown or unit.strip().casefold() in shown
 
 
 def _sorted(lookup: SourceLookup, source: NameSource, which: str) -> list[str]:

@@ -40,7 +40,8 @@ from random import Random
 from pipeline.answers import answers_match
 from pipeline.noise.anomalies import CONFLICT_TABLES
 from pipeline.noise.case import CleanCase, SourceLookup, measure_of, sql_text
-from pipeline.noise.edits import as_number, copy_row, entity_tables, fact_tables, is_numeric, pick, row_ref
+from pipeline.noise.edits import as_number, copy_row, entity_tables, fact_tables, is_numeric, mirror_text, pick, \
+    row_ref
 from pipeline.noise.made_up import MadeUp
 from pipeline.noise.physiology import charted_like, format_value, measured_item
 from pipeline.noise.proof import literal
@@ -205,7 +206,6 @@ class ConflictingDuplicate(Injector):
         # filter rows last (a duplicate that disagrees there drops out of the answer's rows); the entity
         # rows themselves after fact rows (a duplicated admission is a stranger conflict than a lab).
         candidates.sort(key=lambda c: (c[0] in entities, rank(c[2])))
-        surrogate_next: dict[tuple[str, str], int] = {}
         for name, row, col in candidates:
             pair = coded_pair(name, col)
             if pair is not None:
@@ -222,13 +222,10 @@ class ConflictingDuplicate(Injector):
                 new = changes[col]
                 mirror = roles(name).mirror_of(col)
                 if mirror:
-                    changes[mirror] = new
+                    changes[mirror] = mirror_text(new, row.get(mirror))
                 for sid in roles(name).surrogate:
-                    key = (name, sid)
-                    if key not in surrogate_next:
-                        surrogate_next[key] = lookup.id_range(name, sid)[1] + 1
-                    changes[sid] = str(surrogate_next[key])
-                    surrogate_next[key] += 1
+                    # Each twin is a database of its own: the id need only be free in the source.
+                    changes[sid] = str(lookup.free_id_after(name, sid, int(row[sid])))
                 added = copy_row(name, row, -1, changes)
                 yield Draft(_params(table=name, copied_row_id=row[ROW_ID], column=col,
                                     original=sql_text(row[col]), duplicate=new),

@@ -136,6 +136,34 @@ def test_missing_evidence_never_removes_a_row_the_source_records_a_second_time(b
     assert removed, "no missing-evidence twin removed a row of a table with a second copy: nothing was checked"
 
 
+def test_a_false_premise_names_an_item_in_the_unit_the_question_states(built):
+    """Reviewer: "minimum Cholesterol ... (in °F)" and "maximum charted Side Rails": 54 of the 56 false
+    premises whose item's unit the database shows stated another unit, and 68 of 98 vital twins named
+    a text or checkbox item, each a sign of the twin without a look at the record."""
+    db, clean, _ = built
+    by_id = {t.task_id: t for t in clean}
+    checked = 0
+    with duckdb.connect(str(db), read_only=True) as con:
+        for twin in _twins(built, NoiseType.FALSE_PREMISE):
+            p, task = _params(twin), by_id[twin.clean_task_id]
+            kind = SlotKind(REGISTRY.get(twin.template_id).slots[p["slot"]])
+            if kind is SlotKind.CHART_ITEM:
+                items = con.execute("SELECT param_type, unitname FROM d_items WHERE label = ?", [p["presumed"]]).fetchall()
+                if task.answer_type.value == "number" and items:
+                    assert any(str(t or "").startswith("Numeric") for t, _ in items), (twin.task_id, p["presumed"])
+                units = {str(u).casefold() for _, u in items if u}
+            elif kind is SlotKind.LAB_ITEM:
+                units = {str(u).casefold() for (u,) in con.execute(
+                    "SELECT DISTINCT valueuom FROM labevents JOIN d_labitems USING (itemid) WHERE label = ? "
+                    "AND valueuom IS NOT NULL", [p["presumed"]]).fetchall()}
+            else:
+                continue
+            checked += 1
+            if units and getattr(REGISTRY.get(twin.template_id), "unit_sql", None) and twin.unit:
+                assert twin.unit.casefold() in units, (twin.task_id, p["presumed"], twin.unit, units)
+    assert checked, "no false premise names a lab or chart item: nothing was checked"
+
+
 def test_count_and_yes_no_questions_get_no_premise_twin(built):
     """Reviewer: "How many patients were prescribed Zantrophylline?" rejected the truthful 0."""
     for twin in _twins(built, NoiseType.NONEXISTENT_ENTITY, NoiseType.FALSE_PREMISE):
@@ -229,6 +257,32 @@ def test_a_value_written_in_another_unit_has_the_digits_its_reading_was_charted_
         if twin.noise_type is NoiseType.UNIT_MISMATCH:
             exact = (float(p["original"]) * float(p["factor"]) + float(p["offset"]))
             assert float(written) == pytest.approx(exact, rel=0.5 * 10 ** (1 - min(digits, 9))), (twin.task_id, written, exact)
+
+
+def test_a_duplicate_looks_like_a_second_charting_of_its_row(built):
+    """Reviewer: every lab duplicate had the table's largest labevent_id (the source's largest plus one
+    to six), and 84 of 94 chart duplicates wrote "100" among "NN.0" texts."""
+    db, _, _ = built
+    checked = 0
+    with duckdb.connect(str(db), read_only=True) as con:
+        for twin in _twins(built, NoiseType.CONFLICTING_DUPLICATE):
+            (added,) = twin.patch.add
+            p, given = _params(twin), {c.column: c.value for c in added.values}
+            original = con.execute(f'SELECT * FROM "{added.table}" WHERE row_id = ?', [int(p["copied_row_id"])])
+            row = dict(zip([d[0] for d in original.description], original.fetchone()))
+            for sid in roles(added.table).surrogate:
+                taken = {i for (i,) in con.execute(f'SELECT "{sid}" FROM "{added.table}" WHERE "{sid}" > ?',
+                                                    [row[sid]]).fetchall()}
+                nearest = next(i for i in range(row[sid] + 1, row[sid] + len(taken) + 2) if i not in taken)
+                # The first free id after the original's, unless those near it are all taken.
+                assert int(given[sid]) == nearest or (nearest > row[sid] + 64 and int(given[sid]) > max(taken)), \
+                    (twin.task_id, sid, row[sid], given[sid])
+                checked += 1
+            mirror = next((t for v, t in roles(added.table).mirrors if v == p["column"]), None)
+            if mirror and row[mirror] is not None and given[mirror] != row[mirror]:
+                shown = len(str(row[mirror]).partition(".")[2])
+                assert len(given[mirror].partition(".")[2]) >= shown, (twin.task_id, row[mirror], given[mirror])
+    assert checked or not any(roles(t.patch.add[0].table).surrogate for t in _twins(built, NoiseType.CONFLICTING_DUPLICATE))
 
 
 def test_a_lab_value_written_in_another_unit_takes_its_reference_range_along(built):
