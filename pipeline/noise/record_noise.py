@@ -127,13 +127,17 @@ class MissingEvidence(Injector):
         return (Outcome(Status.NO_EVIDENCE),)
 
 
-def _numeric_alternatives(table_name: str, row: dict, column: str, rng: Random) -> list[str]:
+def _numeric_alternatives(lookup: SourceLookup, table_name: str, row: dict, column: str, rng: Random) -> list[str]:
     value = as_number(row.get(column))
     if value is None:
         return []
     integer = not table(table_name).column(column).type.upper() in ("DOUBLE", "REAL")
     item = roles(table_name).item
     measured = measured_item(table_name, row.get(item[0])) if item else None
+    if integer and measured is None:
+        # A code or a level (an APR-DRG severity of 1-4, doses a day): another value it really takes,
+        # never one scaled past its range (a severity of 6).
+        return _text_alternatives(lookup, table_name, row, column, rng)
     out = []
     for factor in rng.sample([1.3, 0.7, 1.6, 0.45], 4):
         new = value * factor if value else factor * 10
@@ -169,11 +173,14 @@ def _text_alternatives(lookup: SourceLookup, table_name: str, row: dict, column:
             return []
         return [sql_text(value + timedelta(days=rng.choice([-3, -2, 2, 3]), hours=rng.randint(1, 11)))
                 if kind == "TIMESTAMP" else sql_text(value + timedelta(days=rng.choice([-3, 3])))]
-    # Another value the column really takes (another ICD code of the same version, another unit...).
-    where = ""
+    # Another value the column really takes for the same item (another ICD code of the same version,
+    # another route of the same drug, another BMI, not a blood pressure written in a BMI row).
+    conditions = [f'"{c}" = {literal(row[c])}' for c in roles(table_name).item
+                  if row.get(c) is not None and c != "seq_num"]  # a position in a list is no item
     if table_name in ("diagnoses_icd", "procedures_icd") and row.get("icd_version") is not None:
-        where = f"icd_version = {int(row['icd_version'])}"
-    values = [v for v in lookup.distinct_values(table_name, column, where=where, limit=400) if v != value]
+        conditions.append(f"icd_version = {int(row['icd_version'])}")
+    values = [v for v in lookup.distinct_values(table_name, column, where=" AND ".join(conditions), limit=400)
+              if v != value]
     return [sql_text(v) for v in pick(values, ALTERNATIVES_PER_ROW, rng)]
 
 
@@ -211,7 +218,7 @@ class ConflictingDuplicate(Injector):
             if pair is not None:
                 alternatives = _coded_alternatives(lookup, name, row, pair, rng)
             elif is_numeric(name, col):
-                alternatives = [{col: v} for v in _numeric_alternatives(name, row, col, rng)]
+                alternatives = [{col: v} for v in _numeric_alternatives(lookup, name, row, col, rng)]
             else:
                 alternatives = [{col: v} for v in _text_alternatives(lookup, name, row, col, rng)]
             for alternative in alternatives[:ALTERNATIVES_PER_ROW]:

@@ -595,3 +595,37 @@ def test_a_reused_decision_the_audit_reads_again_must_agree_with_a_fresh_read(bu
     check = check_labels(db, [twin], known=planted)
     assert check.reused == 1 and check.audited == 1
     assert [i for i, _ in check.problems] == [twin.task_id] and "a fresh read" in check.problems[0][1]
+
+
+def test_a_duplicates_value_is_one_its_item_really_takes(built):
+    """Reviewer: APR-DRG severities of 5 and 6 beside a question that says 1-4, a blood pressure of
+    "122/72" written as a BMI, a tablet given into the right ear: values the column takes for other
+    items, or none, are no second charting of this one."""
+    from random import Random
+
+    from pipeline.noise.case import CleanCase, SourceLookup, read_evidence
+    from pipeline.noise.record_noise import ConflictingDuplicate
+
+    db, clean, _ = built
+    checked = 0
+    with duckdb.connect(str(db), read_only=True) as con:
+        lookup = SourceLookup(con)
+        kinds = {(t, c): k for t, c, k in con.execute(
+            "SELECT table_name, column_name, data_type FROM information_schema.columns").fetchall()}
+        for task in clean:
+            evidence = read_evidence(con, [task])[task.task_id]
+            if not {"drgcodes", "omr", "prescriptions", "pharmacy"} & set(evidence):
+                continue
+            case = CleanCase(task, REGISTRY.get(task.template_id), evidence)
+            for draft in ConflictingDuplicate().drafts(case, lookup, Random(0)):
+                name, column = draft.param("table"), draft.param("column")
+                items = [c for c in roles(name).item if c != "seq_num"]
+                if not items or kinds[(name, column)] in ("DOUBLE", "FLOAT"):
+                    continue  # a measured number conflicts by a plausible reading of its own
+                given = {c.column: c.value for c in draft.patch.add[0].values}
+                where = " AND ".join(f'CAST("{c}" AS VARCHAR) = ?' for c in items)
+                (n,), = con.execute(f'SELECT count(*) FROM "{name}" WHERE CAST("{column}" AS VARCHAR) = ? '
+                                    f'AND {where}', [given[column]] + [given[c] for c in items]).fetchall()
+                assert n, (task.task_id, column, given[column], {c: given[c] for c in items})
+                checked += 1
+    assert checked, "no duplicate of a drg, omr or prescription value was drafted: nothing was checked"
