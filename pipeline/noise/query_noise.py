@@ -338,7 +338,7 @@ class AmbiguousReference(Injector):
                 if general.strip().casefold() in known:
                     continue  # an exact name is not ambiguous
                 readings = sorted(n for n, g in recorded.items() if g == group and refines(general, n))
-                if clean not in readings or len(readings) < 2:
+                if clean not in readings or len(readings) < 2 or _one_concept(lookup, kind, readings):
                     continue
                 # The clean name first: the answer it gives must be one of the distinct ones.
                 chosen = [clean] + [r for r in readings if r != clean][:MAX_REFERENTS - 1]
@@ -354,6 +354,31 @@ class AmbiguousReference(Injector):
                             self.status, slots=_with(case, name, general), premise=facts,
                             gold_sql=f"{source.refinements_sql(general, subject)} ORDER BY 1")
                 break  # the most specific general name is the minimal change
+
+
+def _written_alike(name: str) -> str:
+    """A name without what only its writing varies: case, spaces and punctuation, a plural "(S)", an
+    isolate's number ("GRAM NEGATIVE ROD #3" is the same organism as "GRAM NEGATIVE ROD(S)")."""
+    name = re.sub(r"\s*#\s*\d+\s*$", "", name.casefold()).replace("(s)", "")
+    return re.sub(r"[^0-9a-z]+", "", name)
+
+
+_ICD_TITLES = {SlotKind.DIAGNOSIS: "d_icd_diagnoses", SlotKind.PROCEDURE: "d_icd_procedures"}
+
+
+def _one_concept(lookup: SourceLookup, kind: SlotKind, readings: list[str]) -> bool:
+    """Whether the readings of a general name are one thing written two ways: alike but for their
+    writing, or the ICD-9 and the ICD-10 title of one condition, which differ in a word or two after
+    the same first five ("Pneumonitis due to inhalation of food and vomit" and "... of food or
+    vomitus"). A reviewer counts such readings together: the name is not ambiguous."""
+    if len({_written_alike(r) for r in readings}) < 2:
+        return True
+    if kind not in _ICD_TITLES or len(readings) != 2:
+        return False
+    versions = [{v for (v,) in lookup.query(("icd versions", kind, r), f"SELECT DISTINCT icd_version FROM "
+                                            f"{_ICD_TITLES[kind]} WHERE long_title = ?", [r])} for r in readings]
+    heads = {" ".join(r.casefold().split()[:5]) for r in readings}
+    return len(heads) == 1 and all(len(v) == 1 for v in versions) and versions[0] != versions[1]
 
 
 def _known_in_domain(lookup: SourceLookup, kind: SlotKind) -> frozenset[str]:
