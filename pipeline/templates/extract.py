@@ -234,24 +234,33 @@ def paraphrase_for(template: Template, task_id: str, seed: int) -> int:
     return int(digest, 16) % len(template.paraphrases)
 
 
-def _only_ones(con: duckdb.DuckDBPyConnection, template: Template, slots: Mapping[str, str]) -> dict[SlotKind, bool]:
-    """Per admission or stay slot kind of ``template``: is it the patient's only admission (stay)?"""
-    out = {}
-    subject = slots.get("subject_id")
-    if subject is None or template.level is not Level.PATIENT:
+class _OnlyOnes:
+    """Per admission or stay slot kind of a template: is it the patient's only admission (stay)? The
+    patients with exactly one are read once per kind, in one query."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, template: Template):
+        self.con, self.template = con, template
+        self._single: dict[SlotKind, frozenset[int]] = {}
+
+    def __call__(self, slots: Mapping[str, str]) -> dict[SlotKind, bool]:
+        subject = slots.get("subject_id")
+        if subject is None or self.template.level is not Level.PATIENT:
+            return {}
+        out = {}
+        for kind in sorted({SlotKind(k) for k in self.template.slots.values()} & set(SIBLINGS)):
+            if kind not in self._single:
+                table, _ = SIBLINGS[kind]
+                self._single[kind] = frozenset(s for (s,) in self.con.execute(
+                    f"SELECT subject_id FROM {table} GROUP BY subject_id HAVING count(*) = 1").fetchall())
+            out[kind] = int(subject) in self._single[kind]
         return out
-    for kind in sorted({SlotKind(k) for k in template.slots.values()} & set(SIBLINGS)):
-        table, _ = SIBLINGS[kind]
-        (n,), = con.execute(f"SELECT count(*) FROM {table} WHERE subject_id = ?", [int(subject)]).fetchall()
-        out[kind] = n == 1
-    return out
 
 
 def _task(template: Template, slots: dict[str, str], ev: Evaluation, seed: int, fingerprint: str,
           only_one: Mapping[SlotKind, bool] | None = None) -> Task:
     task_id = task_id_for(template, slots, seed)
     paraphrase = paraphrase_for(template, task_id, seed)
-    vague = vague_for(template, slots, task_id, seed, only_one or {})
+    vague = vague_for(template, slots, paraphrase, task_id, seed, only_one or {})
     question = (render_vaguely(template, slots, paraphrase, vague) if vague else None) \
         or template.render_question(slots, paraphrase)
     return Task(
@@ -274,6 +283,7 @@ def extract_template(con: duckdb.DuckDBPyConnection, template: Template, *,
     rejections: Counter = Counter()
     examined = 0
     sampler = _sampler_sql(template, seed)
+    only_ones = _OnlyOnes(con, template)
     # Most fillings are accepted: a first chunk half again the target wastes little evaluation.
     chunk, offset = tasks_per_template + tasks_per_template // 2 + 10, 0
     try:
@@ -301,7 +311,7 @@ def extract_template(con: duckdb.DuckDBPyConnection, template: Template, *,
                     continue
                 if not tasks:
                     _spot_check(con, template, slots, ev)
-                tasks.append(_task(template, slots, ev, seed, fingerprint, _only_ones(con, template, slots)))
+                tasks.append(_task(template, slots, ev, seed, fingerprint, only_ones(slots)))
                 if len(tasks) == tasks_per_template:
                     break
             if len(rows) < chunk:

@@ -42,7 +42,7 @@ def render_vaguely(template: Template, slots: Mapping[str, str], paraphrase: int
     return vague_reference(text, SlotKind(template.slots[name]))
 
 
-def vague_for(template: Template, slots: Mapping[str, str], task_id: str, seed: int,
+def vague_for(template: Template, slots: Mapping[str, str], paraphrase: int, task_id: str, seed: int,
               only_one: Mapping[SlotKind, bool]) -> str | None:
     """The vague slot of a clean question, if any: an admission or stay slot whose entity is the
     patient's only one of its kind (``only_one``), for half of such tasks, chosen by task id and seed."""
@@ -51,7 +51,7 @@ def vague_for(template: Template, slots: Mapping[str, str], task_id: str, seed: 
         return None
     for name, kind in template.slots.items():
         kind = SlotKind(kind)
-        if kind in SIBLINGS and only_one.get(kind) and render_vaguely(template, slots, 0, name) is not None:
+        if kind in SIBLINGS and only_one.get(kind) and render_vaguely(template, slots, paraphrase, name) is not None:
             return name
     return None
 

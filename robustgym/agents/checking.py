@@ -13,8 +13,8 @@ the same sandboxed ``sql`` tool first, in this order, and answers only when ever
 4. one fact, one row: a single-valued answer resting on several rows is ``conflicting_evidence``;
 5. links: a row of the patient in the question's tables pointing to an admission or ICU stay that
    does not exist, or a row of the question's admission (an ICU stay of the patient's) timed a day or
-   more outside it, is
-   ``inconsistent_record`` (also when the gold SQL finds nothing: the rows may have left its scope);
+   more outside it, is ``inconsistent_record`` (also when the gold SQL finds nothing: the rows may
+   have left its scope);
 6. the rows the answer rests on, probed with aggregates over the gold SQL's own FROM/WHERE (so no
    row cap applies): two different rows with the same natural key (``pipeline.schema``), or two
    values of one item at one time -> ``conflicting_evidence``; rows timed outside their admission ->
