@@ -58,8 +58,8 @@ def vague_for(template: Template, slots: Mapping[str, str], paraphrase: int, tas
 
 def unstated(template: Template, question: str, slots: Mapping[str, str]) -> list[str]:
     """The admission and stay slots ``question`` does not state the id of."""
-    return [name for name, kind in template.slots.items()
-            if SlotKind(kind) in SIBLINGS and name in slots and not re.search(rf"\b{re.escape(slots[name])}\b", question)]
+    return [name for name, kind in template.slots.items() if SlotKind(kind) in SIBLINGS and name in slots
+            and not re.search(rf"\b{re.escape(slots[name])}\b", question)]
 
 
 def rendered_like(template: Template, slots: Mapping[str, str], paraphrase: int, clean_question: str,
