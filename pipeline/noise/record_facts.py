@@ -42,6 +42,7 @@ from pipeline.patching import RowsMemo, patched_on_demand, patched_statement
 from pipeline.schema import ROW_ID, TABLES_BY_NAME
 from pipeline.sql_reads import ReadColumns
 from pipeline.task_model import AnswerValue, Patch, RowRef, Task, ValueChange
+from pipeline.templates.references import states
 from pipeline.vocabulary import AnswerType, Level, Operation, SlotKind, Status, Variant
 
 DETACHED_KINDS = (AnomalyKind.DANGLING_LINK, AnomalyKind.FOREIGN_LINK)
@@ -381,7 +382,7 @@ class FactReader:
         out = []
         subject = next((slots[n] for n, k in kinds.items() if k is SlotKind.SUBJECT), None)
         for name, kind in kinds.items():
-            if kind not in STATED_KINDS or re.search(rf"(?<!\d){re.escape(slots[name])}(?!\d)", task.question):
+            if kind not in STATED_KINDS or states(task.question, slots[name]):
                 continue
             table, column = ENTITY_OF_SLOT[kind]
             if subject is None or not _is_int(subject):

@@ -68,7 +68,7 @@ def with_derived(table_name: str, row: dict, changes: dict[str, str | None]) -> 
     """``changes`` to ``row`` (column -> new text) with what the source derives from them: a duration
     recomputed from a changed end, or the end moved to a changed duration (which is then written as
     the whole seconds between the times, as the source's are); a range flag set from a changed value
-(against the range as changed too, when it is).
+    (against the range as changed too, when it is).
     None when no row can hold them in step (a duration that would end past the calendar)."""
     out = dict(changes)
     for d in DURATIONS.get(table_name, ()):

@@ -56,10 +56,15 @@ def vague_for(template: Template, slots: Mapping[str, str], paraphrase: int, tas
     return None
 
 
+def states(question: str, value: str) -> bool:
+    """Whether ``question`` states the id ``value`` (not as part of a longer number)."""
+    return re.search(rf"(?<!\d){re.escape(value)}(?!\d)", question) is not None
+
+
 def unstated(template: Template, question: str, slots: Mapping[str, str]) -> list[str]:
     """The admission and stay slots ``question`` does not state the id of."""
     return [name for name, kind in template.slots.items() if SlotKind(kind) in SIBLINGS and name in slots
-            and not re.search(rf"\b{re.escape(slots[name])}\b", question)]
+            and not states(question, slots[name])]
 
 
 def rendered_like(template: Template, slots: Mapping[str, str], paraphrase: int, clean_question: str,

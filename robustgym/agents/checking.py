@@ -31,6 +31,7 @@ check the budget leaves no call for is taken as passed.
 import re
 from typing import Any
 
+from pipeline.noise.row_roles import roles
 from pipeline.schema import TABLES_BY_NAME
 from pipeline.task_model import Task
 from pipeline.vocabulary import AnswerType, Status
@@ -63,8 +64,7 @@ LINKED = ("labevents", "chartevents", "outputevents", "inputevents", "proceduree
 # The time of a row's event, for tables without a measured value (those are checked over the gold
 # SQL's own rows): a row of the question's admission (an ICU stay of the patient) timed well outside
 # it has a broken time.
-EVENT_TIME = {"icustays": "intime", "transfers": "intime", "procedures_icd": "chartdate", "hcpcsevents": "chartdate",
-              "services": "transfertime"}
+TIMED_UNMEASURED = ("icustays", "transfers", "procedures_icd", "hcpcsevents", "services")
 SINGLE_VALUED = {AnswerType.NUMBER, AnswerType.TEXT, AnswerType.BOOLEAN, AnswerType.TIMESTAMP}
 _CLAUSE_END = re.compile(r"\b(GROUP\s+BY|ORDER\s+BY|LIMIT|QUALIFY|HAVING|WINDOW|UNION|EXCEPT|INTERSECT)\b", re.I)
 
@@ -248,7 +248,7 @@ class CheckingAgent:
             if hadm and hadm.isdigit() and probe.scalar(
                     f"SELECT count(*) FROM {table} WHERE hadm_id = {int(hadm)} AND subject_id <> {int(subject)}"):
                 return Status.INCONSISTENT_RECORD
-            when = EVENT_TIME.get(table)
+            when = roles(table).time[0] if table in TIMED_UNMEASURED else None
             # The question's admission's rows; an ICU stay of any admission of the patient (a stay is
             # never charted outside its admission, while procedures and transfers can be, a little).
             scope = f"e.hadm_id = {int(hadm)}" if hadm and hadm.isdigit() else \

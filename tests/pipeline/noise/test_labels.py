@@ -348,6 +348,7 @@ def test_an_analyser_reported_result_is_never_a_keyed_sign_slip_or_a_filler(buil
     """Reviewer: an LDH of -282 and a lab result of 9999 are errors of keyed charting, not of a result
     a laboratory system sends."""
     twins = [t for t in _twins(built, NoiseType.IMPLAUSIBLE_VALUE) if _params(t)["table"] == "labevents"]
+    assert twins, "no implausible lab result was made: nothing was checked"
     for twin in twins:
         assert _params(twin)["mechanism"] not in ("sign_slip", "placeholder"), twin.task_id
 
