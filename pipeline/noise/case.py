@@ -211,7 +211,7 @@ class SourceLookup:
     def recorded_also(self, table_name: str, rows: list[dict]) -> bool:
         """Whether the source records any of ``rows`` a second time, in another table
         (``row_roles.RowRoles.recorded_also_in``: an ICU stay in ``transfers``, a prescription in ``pharmacy``)."""
-        for sql, params in copies_of(table_name, rows):
+        for sql, params in copies_of(table_name, rows, self._tables):
             (n,), = self._cached(("copies", sql, tuple(map(tuple, params))), sql, params)
             if n:
                 return True

@@ -733,7 +733,8 @@ class FactReader:
         for table_name, row_id in rows:
             by_table.setdefault(table_name, []).append(row_id)
         for table_name, ids in by_table.items():
-            for sql, params in copies_of(table_name, self.source_rows.rows(table_name, ids, patch)):
+            rows_now = self.source_rows.rows(table_name, ids, patch)
+            for sql, params in copies_of(table_name, rows_now, self.tables):
                 (n,), = self.con.execute(sql, params).fetchall()
                 if n:
                     return True

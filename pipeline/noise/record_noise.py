@@ -6,8 +6,8 @@
   their values go, as in real records, for items the source itself leaves unresulted (a heart rate
   is always charted with its value); elsewhere the rows the answer ranges over are hidden. Neither
   where the source records the rows a second time (an ICU stay in ``transfers``, a prescription in
-  ``pharmacy``, a dose in ``emar_detail``: ``row_roles.RowRoles.recorded_also_in``), where the copy
-  would still answer. Kept
+  ``pharmacy``, a dose in ``emar_detail``, a lab result in the ICU chart:
+  ``row_roles.RowRoles.recorded_also_in``), where the copy would still answer. Kept
   only when the twin's gold SQL then gives no answer at all and the record still shows the named
   thing for the patient (else the question's premise would fail, which is ``false_premise``): the
   label check (``pipeline.noise.status_rules``) decides that from the twin's record alone.

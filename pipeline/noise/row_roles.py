@@ -6,10 +6,37 @@ an orphaned record moves a row's link or time; a value change keeps a row's text
 value in step with the number. Declared once here so that no injector guesses by column name.
 """
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
+from pipeline.noise.charted_labs import CHARTED_AS, CHARTED_FROM
 from pipeline.schema import TABLES_BY_NAME, table
 from pipeline.vocabulary import SlotKind
+
+
+@dataclass(frozen=True)
+class Copy:
+    """Another table where MIMIC-IV records a row a second time, found by the columns the two share."""
+
+    table: str
+    shared: tuple[str, ...]
+    # Where the other table names the item by ids of its own (a lab result the ICU charts under a
+    # "Labs" item of chartevents): this table's item id -> the other's, for the shared ``itemid``.
+    items: tuple[tuple[int, tuple[int, ...]], ...] = ()
+
+    def keys(self, row: dict) -> list[tuple]:
+        """The values the copies of ``row`` hold in the shared columns (none when one is unset)."""
+        values = [row.get(c) for c in self.shared]
+        if any(v is None for v in values):
+            return []
+        if not self.items:
+            return [tuple(values)]
+        at = self.shared.index("itemid")
+        return [tuple(values[:at] + [other] + values[at + 1:]) for other in dict(self.items).get(values[at], ())]
+
+
+def _items(mapping: dict[int, tuple[int, ...]]) -> tuple[tuple[int, tuple[int, ...]], ...]:
+    return tuple(sorted(mapping.items()))
 
 
 @dataclass(frozen=True)
@@ -27,10 +54,9 @@ class RowRoles:
     # The row describes an entity (an admission, a stay, a transfer): its times are facts about it,
     # not part of what identifies it, so a conflicting duplicate may disagree on them.
     entity: bool = False
-    # Where MIMIC-IV records a row of this table a second time: (other table, the columns the two
-    # copies share). A row with a copy is never removed as missing evidence: the copy would still
-    # answer the question.
-    recorded_also_in: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # Where MIMIC-IV records a row of this table a second time. A row with a copy is never removed as
+    # missing evidence: the copy would still answer the question.
+    recorded_also_in: tuple[Copy, ...] = ()
 
     def mirror_of(self, column: str) -> str | None:
         return dict(self.mirrors).get(column)
@@ -42,19 +68,21 @@ ROW_ROLES: dict[str, RowRoles] = {
         time=("admittime", "dischtime"),
         facts=("admission_type", "admission_location", "discharge_location", "insurance", "language",
                "marital_status", "race", "dischtime", "hospital_expire_flag"), entity=True,
-        recorded_also_in=(("transfers", ("hadm_id",)),)),  # its admit and discharge events
+        recorded_also_in=(Copy("transfers", ("hadm_id",)),)),  # its admit and discharge events
     "transfers": RowRoles(time=("intime", "outtime"), facts=("careunit", "eventtype", "outtime"),
-                          surrogate=("transfer_id",), recorded_also_in=(("icustays", ("hadm_id", "intime")),)),
+                          surrogate=("transfer_id",), recorded_also_in=(Copy("icustays", ("hadm_id", "intime")),)),
     "services": RowRoles(time=("transfertime",), facts=("curr_service", "prev_service")),
     "icustays": RowRoles(time=("intime", "outtime"), facts=("first_careunit", "last_careunit", "los", "outtime"),
-                         entity=True, recorded_also_in=(("transfers", ("hadm_id", "intime")),)),
+                         entity=True, recorded_also_in=(Copy("transfers", ("hadm_id", "intime")),)),
     "diagnoses_icd": RowRoles(item=("seq_num",), facts=("icd_code",)),
     "procedures_icd": RowRoles(item=("seq_num",), time=("chartdate",), facts=("icd_code",)),
     "drgcodes": RowRoles(item=("drg_type",), facts=("drg_code", "description", "drg_severity", "drg_mortality")),
     "hcpcsevents": RowRoles(item=("seq_num",), time=("chartdate",), facts=("hcpcs_cd", "short_description")),
     "labevents": RowRoles(item=("itemid",), time=("charttime", "storetime"),
                           facts=("valuenum", "valueuom", "flag"), mirrors=(("valuenum", "value"),),
-                          surrogate=("labevent_id",)),
+                          surrogate=("labevent_id",),
+                          recorded_also_in=(Copy("chartevents", ("subject_id", "charttime", "itemid"),
+                                                 _items(CHARTED_AS)),)),  # a result the ICU charts
     "microbiologyevents": RowRoles(item=("spec_itemid", "test_itemid"), time=("chartdate", "charttime"),
                                    facts=("org_name", "interpretation", "ab_name"),
                                    surrogate=("microevent_id",)),
@@ -63,11 +91,13 @@ ROW_ROLES: dict[str, RowRoles] = {
                          facts=("route", "frequency", "status")),
     "prescriptions": RowRoles(item=("drug",), time=("starttime", "stoptime"),
                               facts=("dose_val_rx", "dose_unit_rx", "route", "doses_per_24_hrs"),
-                              recorded_also_in=(("pharmacy", ("pharmacy_id",)), ("emar", ("pharmacy_id",)))),
+                              recorded_also_in=(Copy("pharmacy", ("pharmacy_id",)), Copy("emar", ("pharmacy_id",)))),
     "emar": RowRoles(item=("medication",), time=("charttime", "scheduletime", "storetime"),
-                     facts=("event_txt",), recorded_also_in=(("emar_detail", ("emar_id",)),)),
+                     facts=("event_txt",), recorded_also_in=(Copy("emar_detail", ("emar_id",)),)),
     "chartevents": RowRoles(item=("itemid",), time=("charttime", "storetime"), facts=("valuenum", "valueuom"),
-                            mirrors=(("valuenum", "value"),)),
+                            mirrors=(("valuenum", "value"),),
+                            recorded_also_in=(Copy("labevents", ("subject_id", "charttime", "itemid"),
+                                                   _items(CHARTED_FROM)),)),  # a lab result charted
     "datetimeevents": RowRoles(item=("itemid",), time=("charttime", "storetime"), facts=("value",)),
     "inputevents": RowRoles(item=("itemid",), time=("starttime", "endtime", "storetime"),
                             facts=("amount", "rate", "totalamount")),
@@ -91,19 +121,22 @@ LINK_COLUMNS: tuple[tuple[str, str], ...] = (("stay_id", "icustays"), ("hadm_id"
                                             ("subject_id", "patients"))
 
 
-def copies_of(table_name: str, rows: list[dict]) -> list[tuple[str, list[list]]]:
+def copies_of(table_name: str, rows: list[dict], present: Collection[str]) -> list[tuple[str, list[list]]]:
     """The queries that count the copies of ``rows`` in the tables that record them a second time
-    (``RowRoles.recorded_also_in``): (SQL, its parameters: one list of values per shared column).
+    (``RowRoles.recorded_also_in``), of those ``present`` in the source (a source without
+    ``chartevents`` has no lab copies): (SQL, its parameters: one list of values per shared column).
 
     The tables are named unqualified, so that a query run under a patch reads them as it leaves them.
     """
     out = []
-    for other, shared in roles(table_name).recorded_also_in:
-        keys = sorted({tuple(r.get(c) for c in shared) for r in rows if all(r.get(c) is not None for c in shared)})
+    for copy in roles(table_name).recorded_also_in:
+        if copy.table not in present:
+            continue
+        keys = sorted({key for r in rows for key in copy.keys(r)})
         if keys:
-            columns = ", ".join(f'unnest(?) AS "{c}"' for c in shared)
-            using = ", ".join(f'"{c}"' for c in shared)
-            out.append((f'SELECT count(*) FROM "{other}" SEMI JOIN (SELECT {columns}) AS k USING ({using})',
+            columns = ", ".join(f'unnest(?) AS "{c}"' for c in copy.shared)
+            using = ", ".join(f'"{c}"' for c in copy.shared)
+            out.append((f'SELECT count(*) FROM "{copy.table}" SEMI JOIN (SELECT {columns}) AS k USING ({using})',
                         [list(k) for k in zip(*keys)]))
     return out
 
@@ -133,9 +166,11 @@ def _check() -> None:
         t = TABLES_BY_NAME[name]
         cols = set(r.item) | set(r.time) | set(r.facts) | set(r.surrogate) | {c for m in r.mirrors for c in m}
         unknown = sorted(cols - set(t.column_names))
-        for other, shared in r.recorded_also_in:
-            unknown += [f"{c} (shared with {other})" for c in shared
-                        if c not in t.column_names or c not in TABLES_BY_NAME[other].column_names]
+        for copy in r.recorded_also_in:
+            unknown += [f"{c} (shared with {copy.table})" for c in copy.shared
+                        if c not in t.column_names or c not in TABLES_BY_NAME[copy.table].column_names]
+            if copy.items and "itemid" not in copy.shared:
+                unknown.append(f"itemid (translated for {copy.table}, not shared)")
         if unknown:
             raise ValueError(f"ROW_ROLES[{name!r}] names columns the table does not have: {unknown}")
 

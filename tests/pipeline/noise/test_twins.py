@@ -15,6 +15,7 @@ from pipeline.patching import patched
 from pipeline.task_model import Patch, RowRef, ValueChange
 from pipeline.templates import REGISTRY
 from pipeline.vocabulary import NOISE_LEVEL_OF, NoiseLevel, NoiseType, ProofCheck, SlotKind, Status
+from tests.pipeline.noise.copies import copies_in_record
 
 DATA_TYPES = [t for t in NoiseType if NOISE_LEVEL_OF[t] is not NoiseLevel.QUERY]
 QUERY_TYPES = [t for t in NoiseType if NOISE_LEVEL_OF[t] is NoiseLevel.QUERY]
@@ -231,13 +232,8 @@ def test_a_recomputed_or_converted_answer_is_accepted_for_value_noise(built):
 
 def _copies_in_record(con, twin, table_name: str, row_id: int) -> int:
     """Rows of other tables sharing the changed row's declared columns, on the twin's database."""
-    n = 0
     with patched(con, twin.patch):
-        for other, shared in roles(table_name).recorded_also_in:
-            using = ", ".join(shared)
-            n += con.execute(f'SELECT count(*) FROM "{table_name}" t JOIN "{other}" o USING ({using}) '
-                             f'WHERE t.row_id = ?', [row_id]).fetchone()[0]
-    return n
+        return copies_in_record(con, table_name, row_id)
 
 
 def test_unit_mismatch_twins_accept_the_clean_answer_where_the_charted_digits_restore_the_reading(built):
