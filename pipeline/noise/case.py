@@ -217,6 +217,22 @@ class SourceLookup:
                 return True
         return False
 
+    def every_encounter_has(self, table_name: str, scope: str, item: str, value) -> bool:
+        """Whether every encounter of the source (every ICU stay for ``scope`` stay_id, every admission
+        for hadm_id) has a row of ``table_name`` whose ``item`` is ``value`` (a heart rate in every stay)."""
+        entity = {"stay_id": "icustays", "hadm_id": "admissions"}[scope]
+        (every,), = self._cached(("every", table_name, scope, item, value),
+                                 f'SELECT (SELECT count(DISTINCT "{scope}") FROM main."{table_name}" WHERE "{item}" = ?) '
+                                 f'>= (SELECT count(*) FROM main."{entity}")', [value])
+        return bool(every)
+
+    def row_count(self, table_name: str, where: dict) -> int:
+        """Rows of ``table_name`` whose columns hold the values of ``where``."""
+        condition = " AND ".join(f'"{c}" = ?' for c in where)
+        (n,), = self._cached(("count", table_name, tuple(where.items())),
+                             f'SELECT count(*) FROM main."{table_name}" WHERE {condition}', list(where.values()))
+        return n
+
     def column_min(self, table_name: str, column: str, where: str) -> float | None:
         """The smallest value of ``column`` read as a number (omr keeps numbers as text)."""
         rows = self._cached(("min", table_name, column, where),

@@ -47,28 +47,36 @@ def row_ref(table_name: str, row: dict) -> RowRef:
     return RowRef(table_name, int(row[ROW_ID]))
 
 
-def set_value(table_name: str, row: dict, column: str, text: str | None) -> tuple[ValueChange, ...]:
-    """Change ``column`` of ``row`` and keep its text rendering (labevents.value, ...) in step."""
+def set_value(table_name: str, row: dict, column: str, text: str | None, *,
+              other_unit: bool = False) -> tuple[ValueChange, ...]:
+    """Change ``column`` of ``row`` and keep its text rendering (labevents.value, ...) in step;
+    ``other_unit``: the new value is the reading in another unit (``mirror_text``)."""
     rid = int(row[ROW_ID])
     changes = [ValueChange(table_name, rid, column, text)]
     mirror = roles(table_name).mirror_of(column)
     if mirror is not None:
-        rendered = mirror_text(text, row.get(mirror))
+        rendered = mirror_text(text, row.get(mirror), other_unit=other_unit)
         if rendered != row.get(mirror):
             changes.append(ValueChange(table_name, rid, mirror, rendered))
     return tuple(changes)
 
 
-def mirror_text(text: str | None, original: Any) -> str | None:
+def mirror_text(text: str | None, original: Any, *, other_unit: bool = False) -> str | None:
     """A new value ``text`` as the row's text column renders its value: with the decimals the original
     text shows (chartevents writes 91.0, labevents 135: a duplicate heart rate of "100" among "NN.0"
-    texts gave itself away), and a text that is not a number (a redacted "___") left as it is."""
+    texts gave itself away), and a text that is not a number (a redacted "___") left as it is.
+
+    A reading in ``other_unit`` has the digits of that unit, not the original's: a white cell count of
+    "4.10" K/uL is 4100 #/uL, never "4100.00". Only a whole number's ".0" (how the table writes whole
+    numbers) carries over."""
     if text is None or original is None:
         return text
     original = str(original)
     if as_number(original) is None:
         return original
     shown = len(original.partition(".")[2])
+    if other_unit:
+        shown = 1 if original.endswith(".0") and shown == 1 else 0
     number = as_number(text)
     if number is not None and len(text.partition(".")[2]) < shown:
         return f"{number:.{shown}f}"

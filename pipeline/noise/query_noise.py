@@ -129,11 +129,20 @@ class FalsePremise(Injector):
         return (Outcome(Status.INVALID_PREMISE),) if effect.no_answer else DropReason.ANSWER_STILL_DEFINED
 
 
+# Where a drug's unit shows, per table: its ICU item's unit and the amounts given, its prescribed doses.
+_DRUG_UNITS = (
+    ("d_items", "SELECT i.unitname FROM d_items AS i WHERE i.label = ? AND i.unitname IS NOT NULL"),
+    ("inputevents", "SELECT v.amountuom FROM inputevents AS v JOIN d_items AS i ON i.itemid = v.itemid "
+                    "WHERE i.label = ? AND v.amountuom IS NOT NULL"),
+    ("prescriptions", "SELECT p.dose_unit_rx FROM prescriptions AS p WHERE p.drug = ? AND p.dose_unit_rx IS NOT NULL"),
+)
+
+
 def _fits(lookup: SourceLookup, kind: SlotKind, name: str, unit: str | None, numeric: bool) -> bool:
     """Whether ``name`` could be what the question asks for, as far as the database says: a chart item
-    charted as a number for a numeric answer (not "Side Rails"), and, where the question states the
-    clean item's unit, in that unit if the database shows the name's (a "minimum Cholesterol ... in
-    °F" gave the twin away)."""
+    charted as a number, or a lab resulted as one, for a numeric answer (not "Side Rails"), and, where
+    the question states the clean item's unit, in that unit if the database shows the name's (a
+    "minimum Cholesterol ... in °F" or "Insulin ... in mg" gave the twin away)."""
     if kind is SlotKind.CHART_ITEM:
         items = lookup.query(("chart item", name), "SELECT param_type, unitname FROM d_items WHERE label = ? "
                                                     "ORDER BY itemid", [name])
@@ -141,9 +150,17 @@ def _fits(lookup: SourceLookup, kind: SlotKind, name: str, unit: str | None, num
             return False
         shown = {str(u).strip().casefold() for _, u in items if u}
     elif kind is SlotKind.LAB_ITEM:
+        results = lookup.query(("lab units", name), "SELECT l.valueuom, count(l.valuenum) FROM labevents AS l "
+                                                    "JOIN d_labitems AS d ON d.itemid = l.itemid WHERE d.label = ? "
+                                                    "GROUP BY l.valueuom ORDER BY 1", [name])
+        if numeric and results and not any(n for _, n in results):
+            return False  # resulted as text only ("Ventilator": CONTROLLED.), never a number to take a minimum of
+        shown = {str(u).strip().casefold() for u, _ in results if u is not None}
+    elif kind is SlotKind.DRUG:
+        # Where it is recorded as given or prescribed, and in what unit: "Atropine Sulfate ... (in grams)".
+        parts = [sql for table_name, sql in _DRUG_UNITS if lookup.has_table(table_name)]
         shown = {str(u).strip().casefold() for (u,) in lookup.query(
-            ("lab unit", name), "SELECT DISTINCT l.valueuom FROM labevents AS l JOIN d_labitems AS d ON d.itemid = "
-                                "l.itemid WHERE d.label = ? AND l.valueuom IS NOT NULL", [name])}
+            ("drug units", name), " UNION ".join(parts), [name] * len(parts))} if parts else set()
     else:
         return True
     return unit is None or not shown or unit.strip().casefold() in shown
@@ -377,7 +394,8 @@ def _one_concept(lookup: SourceLookup, kind: SlotKind, readings: list[str]) -> b
         return False
     versions = [{v for (v,) in lookup.query(("icd versions", kind, r), f"SELECT DISTINCT icd_version FROM "
                                             f"{_ICD_TITLES[kind]} WHERE long_title = ?", [r])} for r in readings]
-    heads = {" ".join(r.casefold().split()[:5]) for r in readings}
+    # Words, not punctuation: "... anastomosis, bypass or graft" and "... anastomosis, bypass, or graft".
+    heads = {" ".join(re.sub(r"[^\w\s]", " ", r.casefold()).split()[:5]) for r in readings}
     return len(heads) == 1 and all(len(v) == 1 for v in versions) and versions[0] != versions[1]
 
 

@@ -33,6 +33,7 @@ Rows of the entities a question names (the patient, admission or stay row itself
 or detached: without them the question's premise fails, which is query-level noise.
 """
 
+from collections import Counter
 from collections.abc import Iterator
 from datetime import date, datetime, timedelta
 from random import Random
@@ -83,6 +84,26 @@ def _left_unresulted_in_source(lookup: SourceLookup, name: str, rows: list[dict]
     return all(r.get(item) in unresulted for r in rows)
 
 
+def _empties_an_encounter(lookup: SourceLookup, name: str, rows: list[dict]) -> bool:
+    """Whether hiding ``rows`` leaves an ICU stay (or an admission) with no row of an item that every
+    stay (admission) of the source has: a stay without a single heart rate is a record MIMIC-IV never
+    holds (none of the demo's 140 stays lacks one), and gives the twin away."""
+    t = table(name)
+    scope = next((c for c in ("stay_id", "hadm_id") if c in t.column_names), None)
+    items = roles(name).item
+    if scope is None or not items:
+        return False
+    hidden = Counter((r[scope], r[items[0]]) for r in rows if r.get(scope) is not None and r.get(items[0]) is not None)
+    subject = {r[scope]: r.get("subject_id") for r in rows}
+    for (encounter, item), n in sorted(hidden.items(), key=str):
+        if not lookup.every_encounter_has(name, scope, items[0], item):
+            continue
+        where = {"subject_id": subject[encounter]} if subject[encounter] is not None else {}  # for the zone maps
+        if lookup.row_count(name, {**where, scope: encounter, items[0]: item}) <= n:
+            return True
+    return False
+
+
 def _params(**kw) -> tuple[NamedValue, ...]:
     return tuple(NamedValue(k, str(v)) for k, v in kw.items())
 
@@ -112,7 +133,9 @@ class MissingEvidence(Injector):
             yield Draft(_params(table=name, mechanism="not_resulted", rows=len(rows),
                                 columns="+".join(columns)), self.status, patch=Patch(update=changes))
         # A row the source records twice is not removed: its other copy would still answer.
-        tables = [t for t in tables if not lookup.recorded_also(t, case.evidence_rows(t))]
+        tables = [t for t in tables if not roles(t).always_recorded
+                  and not lookup.recorded_also(t, case.evidence_rows(t))
+                  and not _empties_an_encounter(lookup, t, case.evidence_rows(t))]
         if not tables:
             return
         groups = [tables] + ([[t] for t in tables] if len(tables) > 1 else [])
@@ -142,8 +165,13 @@ def _numeric_alternatives(lookup: SourceLookup, table_name: str, row: dict, colu
     for factor in rng.sample([1.3, 0.7, 1.6, 0.45], 4):
         new = value * factor if value else factor * 10
         if measured is not None:
+            # A second reading a monitor could really have charted beside the first: off by a twentieth
+            # to a tenth of the item's plausible span (a temperature by 2-5 °F, a heart rate by 18-35),
+            # never pushed to a limit (a temperature of 98.2 °F beside 68 °F settles the conflict by itself).
             lo, hi = measured.plausible
-            new = min(max(new, lo), hi)  # a conflicting value a monitor could really have charted
+            new = value + (factor - 1) / 6 * (hi - lo)
+            if not lo <= new <= hi:
+                continue
         # Charted as the item is: a second reading has the first one's decimals (a heart rate of 82 conflicts
         # with 107, not with 106.6, whose decimal alone would mark it as the made-up one).
         text = str(round(new)) if integer else format_value(charted_like(new, value))

@@ -57,6 +57,11 @@ class RowRoles:
     # Where MIMIC-IV records a row of this table a second time. A row with a copy is never removed as
     # missing evidence: the copy would still answer the question.
     recorded_also_in: tuple[Copy, ...] = ()
+    # Every encounter of the source has rows of this table, so none is ever hidden as missing evidence:
+    # an admission left with no transfer but its discharge is a record MIMIC-IV never holds (all 275 of
+    # the demo's admissions have their admit transfer), and its emergency stay still shows in
+    # ``admissions.edregtime``.
+    always_recorded: bool = False
 
     def mirror_of(self, column: str) -> str | None:
         return dict(self.mirrors).get(column)
@@ -69,7 +74,7 @@ ROW_ROLES: dict[str, RowRoles] = {
         facts=("admission_type", "admission_location", "discharge_location", "insurance", "language",
                "marital_status", "race", "dischtime", "hospital_expire_flag"), entity=True,
         recorded_also_in=(Copy("transfers", ("hadm_id",)),)),  # its admit and discharge events
-    "transfers": RowRoles(time=("intime", "outtime"), facts=("careunit", "eventtype", "outtime"),
+    "transfers": RowRoles(time=("intime", "outtime"), facts=("careunit", "eventtype", "outtime"), always_recorded=True,
                           surrogate=("transfer_id",), recorded_also_in=(Copy("icustays", ("hadm_id", "intime")),)),
     "services": RowRoles(time=("transfertime",), facts=("curr_service", "prev_service")),
     "icustays": RowRoles(time=("intime", "outtime"), facts=("first_careunit", "last_careunit", "los", "outtime"),

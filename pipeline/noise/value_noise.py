@@ -42,11 +42,11 @@ from pipeline.noise.anomalies import UNIT_OF
 from pipeline.noise.case import CleanCase, SourceLookup, measure_of, sql_text
 from pipeline.noise.edits import as_number, pick, set_value
 from pipeline.noise.physiology import (ENDS_AFTER, Conversion, charted_in_other_unit, conversion_family, conversions_for,
-                                       format_value, measured_item, written_back)
+                                       format_value, measured_item, recorded_digits, written_back)
 from pipeline.noise.registry import AnswerUnder, Applicability, Draft, DropReason, Effect, Injector, register
 from pipeline.noise.row_consistency import range_bounds, with_derived
 from pipeline.noise.row_roles import roles
-from pipeline.noise.value_errors import MECHANISMS, Mechanism, outside
+from pipeline.noise.value_errors import ANALYSER_REPORTED, MECHANISMS, Mechanism, outside
 from pipeline.schema import ROW_ID, table
 from pipeline.task_model import NamedValue, Outcome, Patch, RowRef, ValueChange
 from pipeline.vocabulary import NoiseType, Status
@@ -164,12 +164,17 @@ class ImplausibleValue(Injector):
         described = measured_item(table_name, _item_of(table_name, row), value_col)
         if described is None:
             return  # no declared limits: nothing is surely impossible
+        # An analyser reports a test with fixed decimals: a haemoglobin of 8.8 keyed off by a decimal place
+        # is 88, never 0.88, which no laboratory reports for it.
+        finest = recorded_digits(float(value))[1] if table_name in ANALYSER_REPORTED else None
         for name in usage.order([m.name for m in MECHANISMS if m.numbers and m.reaches(table_name)], rng):
             values = by_name[name].numbers(float(value), described)
             rng.shuffle(values)
             for new in values:
                 text = _text(table_name, value_col, new)
                 if text is None or as_number(text) == value or not outside(described, float(text)):
+                    continue
+                if finest is not None and recorded_digits(float(text))[1] > finest:
                     continue
                 yield by_name[name], text, f"outside {described.name} limits {described.plausible}"
 
@@ -219,7 +224,8 @@ class UnitMismatch(Injector):
                     continue  # a zero that converts to zero would change nothing
                 if abs(as_number(text)) < SMALLEST_CHARTED:
                     continue  # 0.5 mg is not charted as 0.0005 g: a value nobody writes gives the twin away
-                updates = set_value(table_name, row, value_col, text) + set_value(table_name, row, unit_col, conv.unit)
+                updates = (set_value(table_name, row, value_col, text, other_unit=True)
+                           + set_value(table_name, row, unit_col, conv.unit))
                 updates += _range_in(table_name, row, value_col, text, conv)
                 yield Draft(_params(table=table_name, row_id=row[ROW_ID], column=value_col, item=item,
                                     original=sql_text(row[value_col]), original_unit=unit, converted=text,

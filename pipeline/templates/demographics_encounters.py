@@ -251,7 +251,9 @@ register(
             "On average, how many days did ICU stays starting in {careunit} last?",
         ),
         gold_sql="SELECT avg(i.los) FROM " + UNIT_STAYS,
-        evidence_sql="SELECT 'icustays', i.row_id FROM " + UNIT_STAYS, measure=Measure("icustays", "los", None),
+        # The error is keyed in the end time and the length follows (row_consistency): los is computed, so
+        # no digit of it is ever keyed wrong (a sign slip in it moved the end time to the year 4913).
+        evidence_sql="SELECT 'icustays', i.row_id FROM " + UNIT_STAYS, measure=Measure("icustays", "outtime", None),
         guards=(Guard("unknown_lengths", "SELECT count(*) > count(i.los) FROM " + UNIT_STAYS),),
         notes="icustays.los (fractional days)"),
     Template(

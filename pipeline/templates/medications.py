@@ -164,10 +164,10 @@ register(
         sampler=("SELECT v.subject_id, v.stay_id FROM inputevents AS v JOIN d_items AS i ON i.itemid = v.itemid "
                  "WHERE i.category IN ('Medications', 'Antibiotics')"),
         paraphrases=(
-            "Which medications were started for patient {subject_id} within the first 24 hours of ICU stay "
-            "{stay_id}?",
-            "In the first 24 hours after ICU admission {stay_id}, which drug infusions or doses did patient "
-            "{subject_id} receive?",
+            "Which ICU input items of category Medications or Antibiotics were started for patient {subject_id} "
+            "within the first 24 hours of ICU stay {stay_id}?",
+            "In the first 24 hours after ICU admission {stay_id}, which medications or antibiotics (by the ICU's "
+            "input item categories) did patient {subject_id} receive?",
         ),
         gold_sql="SELECT DISTINCT i.label FROM " + FIRST_24H,
         evidence_sql="SELECT 'inputevents', v.row_id FROM " + FIRST_24H,

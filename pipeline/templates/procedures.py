@@ -34,6 +34,13 @@ STAY_SLOTS = {"subject_id": K.SUBJECT, "stay_id": K.ICU_STAY, "procedure": K.PRO
 PROCEDURE_ITEM = "i.category <> '7-Communication'"
 EVENT_SAMPLER = ("SELECT e.subject_id, e.stay_id, i.label AS procedure FROM procedureevents AS e "
                  "JOIN d_items AS i ON i.itemid = e.itemid WHERE " + PROCEDURE_ITEM)
+# Events that last: charted with a value in minutes, hours or days. The others (an X-ray, an EKG, an
+# extubation; valueuom 'None') are points in time that MIMIC-IV ends one minute after they start, a
+# charting convention and not a duration: asked how long they lasted, 0.02 h is no answer a reader
+# would sign (and was the answer of 40 of the demo's 67 duration tasks).
+TIMED_ITEM = PROCEDURE_ITEM + " AND e.valueuom IN ('min', 'hour', 'day')"
+TIMED_EVENT_SAMPLER = ("SELECT e.subject_id, e.stay_id, i.label AS procedure FROM procedureevents AS e "
+                       "JOIN d_items AS i ON i.itemid = e.itemid WHERE " + TIMED_ITEM)
 FIRST_IN_STAY = IN_STAY + " AND e.starttime = " + FIRST_START
 HOURS = "date_diff('second', e.starttime, e.endtime) / 3600.0"
 ICD_NOTES = "an ICD procedure title resolves to every ICD-9 and ICD-10 code carrying it"
@@ -96,7 +103,7 @@ register(
         id="proc_hcpcs_in_admission", intent=PROC, level=Level.PATIENT, operation=Operation.RETRIEVAL,
         answer_type=A.TEXT_SET, slots=ADMISSION_SLOTS, sampler="SELECT subject_id, hadm_id FROM hcpcsevents",
         paraphrases=(
-            "Which HCPCS/CPT services were billed for admission {hadm_id} of patient {subject_id}?",
+            "Which HCPCS service descriptions were billed for admission {hadm_id} of patient {subject_id}?",
             "List the billed HCPCS service descriptions of patient {subject_id}'s admission {hadm_id}.",
         ),
         gold_sql=("SELECT h.short_description FROM hcpcsevents AS h WHERE h.subject_id = {subject_id} "
@@ -140,7 +147,8 @@ register(
         evidence_sql="SELECT 'procedureevents', e.row_id FROM " + FIRST_IN_STAY, notes=ICU_NOTES),
     Template(
         id="proc_icu_first_duration", intent=PROC, level=Level.PATIENT, operation=Operation.FIRST,
-        answer_type=A.NUMBER, slots=STAY_SLOTS, unit="hours", decimals=2, sampler=EVENT_SAMPLER,
+        answer_type=A.NUMBER, slots=STAY_SLOTS, unit="hours", decimals=2,
+        sampler=TIMED_EVENT_SAMPLER,
         paraphrases=(
             "How many hours did the first {procedure} of patient {subject_id} in ICU stay {stay_id} last?",
             "What was the duration in hours of patient {subject_id}'s earliest {procedure} during ICU stay "
@@ -208,7 +216,7 @@ register(
         id="proc_pop_mean_event_duration", intent=PROC, level=Level.POPULATION, operation=Operation.MEAN,
         answer_type=A.NUMBER, slots={"procedure": K.PROCEDURE}, unit="hours", decimals=2,
         sampler=("SELECT i.label AS procedure FROM procedureevents AS e JOIN d_items AS i ON i.itemid = e.itemid "
-                 "WHERE " + PROCEDURE_ITEM),
+                 "WHERE " + TIMED_ITEM),
         paraphrases=(
             "What is the mean duration in hours of {procedure} procedure events across all ICU stays?",
             "On average, how many hours does a recorded {procedure} event last?",

@@ -209,7 +209,8 @@ register(
                  f"ON i.itemid = c.itemid JOIN icustays AS s ON s.stay_id = c.stay_id WHERE i.label IN {VITAL_LABELS}"),
         paraphrases=(
             "What is the mean {vital} over all measurements in ICU stays that began in the {careunit}?",
-            "Across ICU stays whose first care unit was {careunit}, what is the average charted {vital}?",
+            "Across ICU stays whose first care unit was {careunit}, what is the average of all charted {vital} "
+            "values?",
         ),
         gold_sql="SELECT avg(c.valuenum) FROM " + UNIT_ROWS,
         evidence_sql="SELECT 'chartevents', c.row_id FROM " + UNIT_ROWS,

@@ -137,6 +137,30 @@ def test_questions_name_things_by_name_not_by_item_id(demo_result):
         assert not [s.value for s in task.slots if kinds[s.name] in named and s.value.strip().isdigit()], task.task_id
 
 
+def test_an_ordinal_code_has_no_tolerance():
+    """Second review: with the default tolerance of one unit, answering an APR-DRG severity of 3 for
+    every admission scored on 33 of the demo's 36 severity tasks."""
+    from pipeline.answers import answers_match
+    from pipeline.task_model import AnswerValue
+
+    severity = REGISTRY.get("dx_apr_drg_severity")
+    assert not answers_match(severity.answer_type, AnswerValue(number=3.0), AnswerValue(number=2.0),
+                             tolerance=severity.tolerance, unit=severity.unit)
+
+
+def test_a_duration_is_asked_only_of_events_that_last(demo_result, demo_con):
+    """Second review: "How many hours did the first Magnetic Resonance Imaging last?" answered 0.02 h:
+    MIMIC-IV ends a point event (an X-ray, an EKG) one minute after it starts, a convention, no duration."""
+    durations = [t for t in demo_result.tasks
+                 if t.template_id in ("proc_icu_first_duration", "proc_pop_mean_event_duration")]
+    assert durations
+    for task in durations:
+        (points,), = demo_con.execute(
+            "SELECT count(*) FROM procedureevents JOIN d_items USING (itemid) WHERE label = ? "
+            "AND valueuom NOT IN ('min', 'hour', 'day')", [slots_of(task)["procedure"]]).fetchall()
+        assert points == 0, task.task_id
+
+
 def test_tasks_round_trip_through_parquet(demo_result):
     buf = io.BytesIO()
     pq.write_table(tasks_to_arrow(demo_result.tasks), buf)
