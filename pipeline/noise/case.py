@@ -208,10 +208,11 @@ class SourceLookup:
                             f'ORDER BY 1, 2 LIMIT {int(limit)}', list(within.values()))
         return [tuple(r) for r in rows]
 
-    def recorded_also(self, table_name: str, rows: list[dict]) -> bool:
+    def recorded_also(self, table_name: str, rows: list[dict], about: str | None = None) -> bool:
         """Whether the source records any of ``rows`` a second time, in another table
-        (``row_roles.RowRoles.recorded_also_in``: an ICU stay in ``transfers``, a prescription in ``pharmacy``)."""
-        for sql, params in copies_of(table_name, rows, self._tables):
+        (``row_roles.RowRoles.recorded_also_in``: an ICU stay in ``transfers``, a prescription in ``pharmacy``)
+        that records column ``about`` of them (None: their events themselves, as any copy shows them)."""
+        for sql, params in copies_of(table_name, rows, self._tables, about):
             (n,), = self._cached(("copies", sql, tuple(map(tuple, params))), sql, params)
             if n:
                 return True

@@ -35,7 +35,7 @@ from pipeline.noise.anomalies import ENCOUNTER_OF, STATUS_OF, UNIT_OF, USUAL_UNI
 from pipeline.answers import Observed, observe
 from pipeline.noise.names import NAME_SOURCES, NAMED_KINDS, NameSource
 from pipeline.noise.physiology import conversions_for, written_back
-from pipeline.noise.case import CleanAnswers
+from pipeline.noise.case import CleanAnswers, measure_of
 from pipeline.noise.partner_rows import Casts, PartnerRows, Row, SourceRows
 from pipeline.noise.row_roles import ENTITY_OF_SLOT, copies_of, roles
 from pipeline.patching import RowsMemo, patched_on_demand, patched_statement
@@ -721,20 +721,24 @@ class FactReader:
                 if changes is None:
                     continue
                 out[status] = _merged(task.patch, Patch(update=changes))
-            elif status is Status.IMPLAUSIBLE_VALUE and not self._recorded_also(rows, task.patch):
+            elif status is Status.IMPLAUSIBLE_VALUE and not self._recorded_also(rows, task):
                 out[status] = _merged(task.patch, Patch(hide=tuple(RowRef(t, r) for t, r in rows)))
         return out
 
-    def _recorded_also(self, rows: list[tuple[str, int]], patch: Patch) -> bool:
+    def _recorded_also(self, rows: list[tuple[str, int]], task: Task) -> bool:
         """Whether the record holds a copy of one of ``rows`` in another table (``RowRoles.recorded_also_in``:
-        an ICU stay's end in ``transfers``). A reader would not set such a row aside and call what is left
-        the answer: the copy still answers. Read within the task's patched block, the rows as it has them."""
+        an ICU stay's end in ``transfers``) that records the value the task's answer rests on (its
+        template's measure; any copy where the rows are of another table). A reader would not set such a
+        row aside and call what is left the answer: the copy still answers. Read within the task's patched
+        block, the rows as it has them."""
+        measure = measure_of(self.templates(task.template_id))
         by_table: dict[str, list[int]] = {}
         for table_name, row_id in rows:
             by_table.setdefault(table_name, []).append(row_id)
         for table_name, ids in by_table.items():
-            rows_now = self.source_rows.rows(table_name, ids, patch)
-            for sql, params in copies_of(table_name, rows_now, self.tables):
+            rows_now = self.source_rows.rows(table_name, ids, task.patch)
+            about = measure[1] if measure is not None and measure[0] == table_name else None
+            for sql, params in copies_of(table_name, rows_now, self.tables, about):
                 (n,), = self.con.execute(sql, params).fetchall()
                 if n:
                     return True

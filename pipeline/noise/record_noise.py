@@ -126,7 +126,8 @@ class MissingEvidence(Injector):
             if columns is None or operation in _FALLS_BACK:
                 continue
             rows = case.evidence_rows(name)
-            if not _left_unresulted_in_source(lookup, name, rows) or lookup.recorded_also(name, rows):
+            emptied = next(iter(columns))
+            if not _left_unresulted_in_source(lookup, name, rows) or lookup.recorded_also(name, rows, about=emptied):
                 continue  # a pattern the source never shows for the item, or a copy that still holds the result
             changes = tuple(ValueChange(name, int(r[ROW_ID]), col, value)
                             for r in rows for col, value in columns.items())
@@ -233,8 +234,9 @@ class ConflictingDuplicate(Injector):
             columns = sorted(_conflict_columns(case, name), key=rank)
             # A row the source records a second time is not duplicated: its copy (an ICU stay's transfer,
             # a prescription's pharmacy order) would settle which of the two rows is right.
-            rows = [r for r in pick(case.evidence_rows(name), 4, rng) if not lookup.recorded_also(name, [r])]
-            candidates += [(name, row, col) for row in rows for col in columns[:3] if row.get(col) is not None]
+            rows = pick(case.evidence_rows(name), 4, rng)
+            candidates += [(name, row, col) for row in rows for col in columns[:3]
+                           if row.get(col) is not None and not lookup.recorded_also(name, [row], about=col)]
         entities = entity_tables(case)
         candidates = pick(candidates, len(candidates), rng)
         # Stable sort, seeded order within: columns the answer is computed from first, columns that only

@@ -10,6 +10,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from pipeline.noise.charted_labs import CHARTED_AS, CHARTED_FROM
+from pipeline.noise.charted_lines import DATES_INSERTION_OF, INSERTION_DATED_AS
 from pipeline.schema import TABLES_BY_NAME, table
 from pipeline.vocabulary import SlotKind
 
@@ -23,6 +24,21 @@ class Copy:
     # Where the other table names the item by ids of its own (a lab result the ICU charts under a
     # "Labs" item of chartevents): this table's item id -> the other's, for the shared ``itemid``.
     items: tuple[tuple[int, tuple[int, ...]], ...] = ()
+    # The other table's names of the shared columns, where they differ (a line's start time is the
+    # ``value`` of its insertion date); empty: the same names.
+    named: tuple[str, ...] = ()
+    # The columns of the row the copy records, where it records only some (an insertion date records
+    # when a line went in, not how long it stayed); empty: the row's facts. A copy settles a question
+    # about a column it records (``copies_of``'s ``about``) and always shows that the row's event happened.
+    holds: tuple[str, ...] = ()
+
+    @property
+    def theirs(self) -> tuple[str, ...]:
+        return self.named or self.shared
+
+    def records(self, column: str | None) -> bool:
+        """Whether the copy records ``column`` of the row (None: the row's event itself)."""
+        return column is None or not self.holds or column in self.holds
 
     def keys(self, row: dict) -> list[tuple]:
         """The values the copies of ``row`` hold in the shared columns (none when one is unset)."""
@@ -103,14 +119,20 @@ ROW_ROLES: dict[str, RowRoles] = {
                             mirrors=(("valuenum", "value"),),
                             recorded_also_in=(Copy("labevents", ("subject_id", "charttime", "itemid"),
                                                    _items(CHARTED_FROM)),)),  # a lab result charted
-    "datetimeevents": RowRoles(item=("itemid",), time=("charttime", "storetime"), facts=("value",)),
+    "datetimeevents": RowRoles(item=("itemid",), time=("charttime", "storetime"), facts=("value",),
+                               recorded_also_in=(Copy("procedureevents", ("stay_id", "value", "itemid"),
+                                                      _items(DATES_INSERTION_OF), named=("stay_id", "starttime", "itemid"),
+                                                      holds=("value",)),)),  # a line's insertion
     "inputevents": RowRoles(item=("itemid",), time=("starttime", "endtime", "storetime"),
                             facts=("amount", "rate", "totalamount")),
     "ingredientevents": RowRoles(item=("itemid",), time=("starttime", "endtime", "storetime"),
                                  facts=("amount", "rate")),
     "outputevents": RowRoles(item=("itemid",), time=("charttime", "storetime"), facts=("value",)),
     "procedureevents": RowRoles(item=("itemid",), time=("starttime", "endtime", "storetime"),
-                                facts=("value", "location")),
+                                facts=("value", "location"),
+                                recorded_also_in=(Copy("datetimeevents", ("stay_id", "starttime", "itemid"),
+                                                       _items(INSERTION_DATED_AS), named=("stay_id", "value", "itemid"),
+                                                       holds=("starttime",)),)),  # its insertion date
 }
 
 # The table and column that define each entity a slot can name: the premise of a patient-level
@@ -126,21 +148,24 @@ LINK_COLUMNS: tuple[tuple[str, str], ...] = (("stay_id", "icustays"), ("hadm_id"
                                             ("subject_id", "patients"))
 
 
-def copies_of(table_name: str, rows: list[dict], present: Collection[str]) -> list[tuple[str, list[list]]]:
+def copies_of(table_name: str, rows: list[dict], present: Collection[str],
+              about: str | None = None) -> list[tuple[str, list[list]]]:
     """The queries that count the copies of ``rows`` in the tables that record them a second time
     (``RowRoles.recorded_also_in``), of those ``present`` in the source (a source without
-    ``chartevents`` has no lab copies): (SQL, its parameters: one list of values per shared column).
+    ``chartevents`` has no lab copies) and recording column ``about`` of the rows (None: the rows'
+    events themselves, as a copy of any kind shows them): (SQL, its parameters: one list of values per
+    shared column).
 
     The tables are named unqualified, so that a query run under a patch reads them as it leaves them.
     """
     out = []
     for copy in roles(table_name).recorded_also_in:
-        if copy.table not in present:
+        if copy.table not in present or not copy.records(about):
             continue
         keys = sorted({key for r in rows for key in copy.keys(r)})
         if keys:
-            columns = ", ".join(f'unnest(?) AS "{c}"' for c in copy.shared)
-            using = ", ".join(f'"{c}"' for c in copy.shared)
+            columns = ", ".join(f'unnest(?) AS "{c}"' for c in copy.theirs)
+            using = ", ".join(f'"{c}"' for c in copy.theirs)
             out.append((f'SELECT count(*) FROM "{copy.table}" SEMI JOIN (SELECT {columns}) AS k USING ({using})',
                         [list(k) for k in zip(*keys)]))
     return out
@@ -172,8 +197,12 @@ def _check() -> None:
         cols = set(r.item) | set(r.time) | set(r.facts) | set(r.surrogate) | {c for m in r.mirrors for c in m}
         unknown = sorted(cols - set(t.column_names))
         for copy in r.recorded_also_in:
-            unknown += [f"{c} (shared with {copy.table})" for c in copy.shared
-                        if c not in t.column_names or c not in TABLES_BY_NAME[copy.table].column_names]
+            if copy.named and len(copy.named) != len(copy.shared):
+                unknown.append(f"{copy.named} (one name in {copy.table} per shared column)")
+            unknown += [f"{c} (shared with {copy.table})" for c in copy.shared if c not in t.column_names]
+            unknown += [f"{c} (of {copy.table})" for c in copy.theirs
+                        if c not in TABLES_BY_NAME[copy.table].column_names]
+            unknown += [f"{c} (recorded by {copy.table})" for c in copy.holds if c not in t.column_names]
             if copy.items and "itemid" not in copy.shared:
                 unknown.append(f"itemid (translated for {copy.table}, not shared)")
         if unknown:

@@ -142,7 +142,7 @@ class ImplausibleValue(Injector):
                     ValueChange(table_name, int(row[ROW_ID]), c, v) for c, v in derived.items() if c != value_col)
                 # The row as the twin leaves it, less what changed: does another table still hold its copy?
                 kept = {c: v for c, v in row.items() if c not in {u.column for u in updates}}
-                copied = "yes" if lookup.recorded_also(table_name, [kept]) else "no"
+                copied = "yes" if lookup.recorded_also(table_name, [kept], about=value_col) else "no"
                 yield Draft(_params(table=table_name, row_id=row[ROW_ID], column=value_col, item=item,
                                     original=sql_text(row[value_col]), implausible=new, mechanism=mechanism.name,
                                     rule=rule, recorded_also=copied),

@@ -4,15 +4,20 @@ test's own rather than by the queries the builder asks."""
 from pipeline.noise.row_roles import roles
 
 
-def copies_in_record(con, table_name: str, row_id: int) -> int:
+def copies_in_record(con, table_name: str, row_id: int, about: str | None = None) -> int:
     """Rows of other tables that record row ``row_id`` of ``table_name`` a second time, on ``con`` as it
-    is (inside ``patched``: as a twin leaves the record)."""
+    is (inside ``patched``: as a twin leaves the record); with ``about``, only copies that record that
+    column of the row (an insertion date records when a line went in, not how long it stayed)."""
     n = 0
     for copy in roles(table_name).recorded_also_in:
-        same = [f't."{c}" = o."{c}"' for c in copy.shared if not (copy.items and c == "itemid")]
+        if about is not None and copy.holds and about not in copy.holds:
+            continue
+        theirs = copy.named or copy.shared
+        same = [f't."{mine}" = o."{their}"' for mine, their in zip(copy.shared, theirs)
+                if not (copy.items and mine == "itemid")]
         items = ""
         if copy.items:  # the other table's own item ids for the same thing (a lab charted in the ICU)
-            pairs = ", ".join(f"({mine}, {theirs})" for mine, others in copy.items for theirs in others)
+            pairs = ", ".join(f"({mine}, {other})" for mine, others in copy.items for other in others)
             items = f" JOIN (VALUES {pairs}) AS m(mine, theirs) ON m.mine = t.itemid AND m.theirs = o.itemid"
         n += con.execute(f'SELECT count(*) FROM "{table_name}" t JOIN "{copy.table}" o ON {" AND ".join(same)}'
                          f"{items} WHERE t.row_id = ?", [row_id]).fetchone()[0]

@@ -167,22 +167,25 @@ def test_missing_evidence_never_leaves_an_encounter_without_what_every_encounter
     assert checked, "no missing-evidence twin hid chart or lab rows: nothing was checked"
 
 
-def test_missing_evidence_never_removes_or_empties_a_lab_result_the_icu_charted_too(built):
+def test_missing_evidence_never_removes_or_empties_what_another_table_records_too(built):
     """Reviewer: a potassium hidden from labevents as "no evidence" was still in chartevents, charted as
     "Potassium (serum)" for the same patient, at the same time, with the same value (about a third of
-    the demo's lab twins). The chart's item for a lab item is the declared map's
-    (``test_charted_labs`` holds it to the demo): a chart row of another item that happens to hold the
-    same number at that time ("Arterial CO2 Pressure" 50 beside an inspired oxygen of 50%) is no copy."""
+    the demo's lab twins). Second review: a hidden "20 Gauge" line still had its "20 Gauge Insertion
+    Date" in datetimeevents, at the very time. The other table's item for an item is the declared
+    map's (``test_charted_labs`` holds the labs' to the demo): a chart row of another item that happens
+    to hold the same number at that time ("Arterial CO2 Pressure" 50 beside an inspired oxygen of 50%)
+    is no copy."""
     db, _, _ = built
     touched = 0
     with duckdb.connect(str(db), read_only=True) as con:
         for twin in _twins(built, NoiseType.MISSING_EVIDENCE):
-            refs = {(r.table, r.row_id) for r in twin.patch.hide} | {(u.table, u.row_id) for u in twin.patch.update}
-            for table_name, row_id in sorted(refs):
-                if table_name in ("labevents", "chartevents"):
+            refs = {(r.table, r.row_id, None) for r in twin.patch.hide}
+            refs |= {(u.table, u.row_id, u.column) for u in twin.patch.update}
+            for table_name, row_id, emptied in sorted(refs, key=str):
+                if table_name in ("labevents", "chartevents", "procedureevents", "datetimeevents"):
                     touched += 1
-                    assert copies_in_record(con, table_name, row_id) == 0, (twin.task_id, table_name, row_id)
-    assert touched, "no missing-evidence twin touched a lab or chart row: nothing was checked"
+                    assert copies_in_record(con, table_name, row_id, about=emptied) == 0, (twin.task_id, table_name)
+    assert touched, "no missing-evidence twin touched a lab, chart or procedure row: nothing was checked"
 
 
 def test_a_false_premise_names_an_item_in_the_unit_the_question_states(built):
@@ -271,7 +274,7 @@ def test_a_conflicting_duplicate_is_about_the_answer_and_its_row_has_no_copy_to_
                             decimals=getattr(REGISTRY.get(twin.template_id), "decimals", DEFAULT_DECIMALS))
             assert alone.answer is None or not answers_match(task.answer_type, task.answer, alone.answer,
                                                              tolerance=task.tolerance, unit=task.unit), twin.task_id
-            assert copies_in_record(con, p["table"], copied.row_id) == 0, twin.task_id
+            assert copies_in_record(con, p["table"], copied.row_id, about=p["column"]) == 0, twin.task_id
 
 
 def test_unit_mismatch_is_only_made_where_a_unit_column_shows_the_unit(built):
