@@ -281,6 +281,8 @@ def build_pairs(db: duckdb.DuckDBPyConnection | str | Path, clean_tasks: Sequenc
                 _rng(seed, "cell", inj.noise_type.value, *cell).shuffle(members)
             pools[inj.noise_type] = cells
 
+        for inj in chosen:
+            inj.prepare(cases, b.lookup)
         streams = {inj.noise_type: _TypeStream(b, inj, pools[inj.noise_type], config.balance) for inj in chosen}
         goal = {t: n for t, n in targets(config).items() if t in streams}
         twins: list[Task] = []

@@ -73,8 +73,8 @@ MEASURED_ITEMS: tuple[MeasuredItem, ...] = (
     MeasuredItem("hemoglobin", _lab(51222, 50811), "g/dL", (1.0, 26.0),
                  (C("g/L", 10.0), C("mmol/L", 0.6206))),
     MeasuredItem("hematocrit", _lab(51221, 50810), "%", (3.0, 85.0), (PERCENT_FRACTION,)),
-    MeasuredItem("platelets", _lab(51265), "K/uL", (0.5, 3000.0), (C("/uL", 1000.0),)),
-    MeasuredItem("white blood cells", _lab(51301), "K/uL", (0.01, 900.0), (C("/uL", 1000.0),)),
+    MeasuredItem("platelets", _lab(51265), "K/uL", (0.5, 3000.0), (C("#/uL", 1000.0),)),
+    MeasuredItem("white blood cells", _lab(51301), "K/uL", (0.01, 900.0), (C("#/uL", 1000.0),)),
     MeasuredItem("red blood cells", _lab(51279), "m/uL", (0.3, 10.0)),
     MeasuredItem("magnesium", _lab(50960), "mg/dL", (0.2, 20.0), (C("mmol/L", 0.4114),)),
     MeasuredItem("calcium", _lab(50893), "mg/dL", (1.5, 25.0), (C("mmol/L", 0.2495),)),
@@ -153,7 +153,7 @@ UNIT_CONVERSIONS: dict[str, tuple[Conversion, ...]] = {
     "°c": (C("°F", 1.8, 32.0),),
     "mg/dl": (C("mg/L", 10.0),),
     "g/dl": (C("g/L", 10.0),),
-    "k/ul": (C("/uL", 1000.0),),
+    "k/ul": (C("#/uL", 1000.0),),  # spelled as labevents writes counts per uL
     "ml/hour": (C("L/hour", 0.001),),
 }
 
@@ -195,7 +195,7 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("temperature_scale", ("°c", "°f")),
     ("pressure_unit", ("kpa", "cmh2o")),
     ("percent_vs_fraction", ("fraction", "%")),
-    ("count_scale", ("/ul",)),
+    ("count_scale", ("#/ul", "/ul")),
     ("time_unit", ("hours",)),
     ("weight_unit", ("lb", "kg")),
     ("length_unit", ("in", "cm")),

@@ -19,6 +19,7 @@ unchanged source database (``PremiseFact``) and re-runs the re-rendered gold SQL
 """
 
 import re
+from collections import Counter
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from random import Random
@@ -35,7 +36,7 @@ from pipeline.noise.registry import AnswerUnder, Applicability, Draft, DropReaso
 from pipeline.noise.row_roles import ENTITY_OF_SLOT, roles
 from pipeline.schema import TABLES_BY_NAME
 from pipeline.task_model import NamedValue, Outcome
-from pipeline.templates.references import REFERENCE_PHRASES, SIBLINGS, render_vaguely
+from pipeline.templates.references import REFERENCE_PHRASES, SIBLINGS, render_vaguely, unstated
 from pipeline.vocabulary import AnswerType, Level, NoiseType, Operation, SlotKind, Status
 
 ENTITY_KINDS = (SlotKind.ICU_STAY, SlotKind.ADMISSION, SlotKind.SUBJECT)  # most specific first
@@ -313,10 +314,31 @@ class AmbiguousReference(Injector):
         yield from self._entity_drafts(case, lookup, rng)
         yield from self._name_drafts(case, lookup, rng)
 
+    # A template's vague clean questions ("... during the hospital admission?" about a patient's only
+    # one), and the ambiguous twins phrased so: within a template, no more of the second than of the
+    # first. A template whose clean tasks all name their admission gave the phrase away: 92 twins in 11
+    # templates were its only vague questions, every one ambiguous.
+    _VAGUE_CLEAN, _VAGUE_TWINS = "ambiguous: vague clean questions", "ambiguous: vague twins"
+
+    def prepare(self, cases, lookup: SourceLookup) -> None:
+        lookup.memo[self._VAGUE_CLEAN] = Counter(
+            (c.task.template_id, c.slot_kinds[name]) for c in cases
+            for name in unstated(c.template, c.task.question, c.slots))
+        lookup.memo[self._VAGUE_TWINS] = Counter()
+
+    def kept(self, case: CleanCase, draft: Draft, lookup: SourceLookup) -> None:
+        slot = draft.param("slot")
+        if slot in case.slot_kinds and case.slot_kinds[slot] in SIBLINGS:
+            lookup.memo[self._VAGUE_TWINS][(case.task.template_id, case.slot_kinds[slot])] += 1
+
     def _entity_drafts(self, case, lookup, rng) -> Iterator[Draft]:
         subject = case.task.subject_id
+        budget = lookup.memo.get(self._VAGUE_CLEAN)  # None: not prepared, no bound (a single case's drafts)
+        made = lookup.memo.get(self._VAGUE_TWINS, Counter())
         for name in case.slots_of(SlotKind.ADMISSION, SlotKind.ICU_STAY):
             kind = case.slot_kinds[name]
+            if budget is not None and made[(case.task.template_id, kind)] >= budget[(case.task.template_id, kind)]:
+                continue
             question = render_vaguely(case.template, case.slots, case.task.paraphrase, name)
             if question is None or subject is None:
                 continue

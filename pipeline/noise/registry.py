@@ -11,7 +11,7 @@ Each noise type is registered once; registering a second injector under the same
 """
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from random import Random
@@ -171,6 +171,11 @@ class Injector(ABC):
 
     def kept(self, case: CleanCase, draft: Draft, lookup: SourceLookup) -> None:
         """Called when a draft of this injector is published (to balance what later drafts choose)."""
+
+    def prepare(self, cases: Sequence[CleanCase], lookup: SourceLookup) -> None:
+        """Called once per build with every clean case the twins may come from, before any draft (what
+        they are balanced against: the clean tasks' own phrasing). State goes in ``lookup.memo``: the
+        injector is shared by every build."""
 
 
 _REGISTRY: dict[NoiseType, Injector] = {}

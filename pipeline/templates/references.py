@@ -3,8 +3,9 @@
 A question about a patient's only admission may leave its id unsaid, as people ask; one about a
 patient with several is ambiguous without it (``ambiguous_reference``). So that the vague phrase
 alone never tells which of the two a task is, the templates stage phrases half of the questions
-about a patient's only admission (or only ICU stay) vaguely too (``vague_for``), and a twin keeps
-its clean question's phrasing (``rendered_like``).
+about a patient's only admission (or only ICU stay) vaguely too (``vague_for``), a twin keeps its
+clean question's phrasing (``rendered_like``), and a template has no more ambiguous twins phrased
+vaguely than clean questions (``query_noise.AmbiguousReference.prepare``).
 """
 
 import hashlib

@@ -377,6 +377,8 @@ def test_no_unit_is_one_nobody_charts_the_item_in(built):
         p = _params(twin)
         assert p["item"] not in nobody, (twin.task_id, p["item"], p["converted_unit"])
         assert abs(float(p["converted"])) >= 0.01, (twin.task_id, p["converted"])
+        # Second review: white cells "per /uL", a spelling labevents never uses (it writes #/uL).
+        assert p["converted_unit"] != "/uL", twin.task_id
 
 
 def test_a_conflicting_duplicate_has_the_decimals_of_the_reading_it_conflicts_with(built):
@@ -526,6 +528,24 @@ def test_made_up_names_are_generated_per_build_and_each_belongs_to_one_split(bui
         value = p.get("nonexistent") or p.get("dangling_id")
         if value is not None:
             assert p["name_pool"] in {s.value for s in Split}
+
+
+def test_within_a_template_the_vague_reference_is_no_more_often_ambiguous_than_clean(built):
+    """Second review: in 11 templates whose clean tasks all named their admission, "the hospital
+    admission" appeared only in ambiguous twins (92 of them): the phrase alone gave the status away."""
+    from pipeline.templates.references import unstated
+
+    _, clean, result = built
+    vague: Counter = Counter()
+    for task in [*clean, *result.twins]:
+        template = REGISTRY.get(task.template_id)
+        slots = {s.name: s.value for s in task.slots}
+        if unstated(template, task.question, slots):
+            vague[(task.template_id, task.noise_type is NoiseType.AMBIGUOUS_REFERENCE)] += 1
+    ambiguous = {tid for tid, is_twin in vague if is_twin}
+    assert ambiguous, "no ambiguous twin refers vaguely: nothing was checked"
+    for template_id in ambiguous:
+        assert vague[(template_id, True)] <= vague[(template_id, False)], template_id
 
 
 def test_an_ambiguous_name_generalises_the_clean_name_within_its_fluid_or_category(built):
