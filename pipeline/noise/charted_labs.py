@@ -3,7 +3,10 @@ category "Labs" that record the same result for an ICU patient.
 
 MIMIC-IV's ICU charting system imports many lab results: the ICU chart holds the result under an item
 of its own (``d_items`` category "Labs": "Potassium (serum)" for the laboratory's "Potassium"), for the
-same patient at the same ``charttime``, with the same value. Such a lab row has a copy, as an ICU stay
+same patient at the same ``charttime``, with the same value. A copy is found by patient, time and the
+chart's item for the lab's (not by value: the copy of a result made implausible still holds the true
+one; a blood gas and a blood count haemoglobin drawn together share one chart item, and either counts
+as copied). Such a lab row has a copy, as an ICU stay
 has one in ``transfers`` (``row_roles.RowRoles.recorded_also_in``): hiding it does not make the result
 missing, duplicating it with another value leaves the copy to say which value is right, and setting
 an implausible value aside is not what a reader does when the chart still holds the result.

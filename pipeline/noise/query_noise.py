@@ -130,12 +130,13 @@ class FalsePremise(Injector):
         return (Outcome(Status.INVALID_PREMISE),) if effect.no_answer else DropReason.ANSWER_STILL_DEFINED
 
 
-# Where a drug's unit shows, per table: its ICU item's unit and the amounts given, its prescribed doses.
+# Where a drug's unit shows (the tables each query needs): its ICU item's unit and the amounts given, its
+# prescribed doses.
 _DRUG_UNITS = (
-    ("d_items", "SELECT i.unitname FROM d_items AS i WHERE i.label = ? AND i.unitname IS NOT NULL"),
-    ("inputevents", "SELECT v.amountuom FROM inputevents AS v JOIN d_items AS i ON i.itemid = v.itemid "
-                    "WHERE i.label = ? AND v.amountuom IS NOT NULL"),
-    ("prescriptions", "SELECT p.dose_unit_rx FROM prescriptions AS p WHERE p.drug = ? AND p.dose_unit_rx IS NOT NULL"),
+    (("d_items",), "SELECT i.unitname FROM d_items AS i WHERE i.label = ? AND i.unitname IS NOT NULL"),
+    (("inputevents", "d_items"), "SELECT v.amountuom FROM inputevents AS v JOIN d_items AS i ON i.itemid = v.itemid "
+                                 "WHERE i.label = ? AND v.amountuom IS NOT NULL"),
+    (("prescriptions",), "SELECT p.dose_unit_rx FROM prescriptions AS p WHERE p.drug = ? AND p.dose_unit_rx IS NOT NULL"),
 )
 
 
@@ -151,6 +152,8 @@ def _fits(lookup: SourceLookup, kind: SlotKind, name: str, unit: str | None, num
             return False
         shown = {str(u).strip().casefold() for _, u in items if u}
     elif kind is SlotKind.LAB_ITEM:
+        if unit is None and not numeric:
+            return True
         results = lookup.query(("lab units", name), "SELECT l.valueuom, count(l.valuenum) FROM labevents AS l "
                                                     "JOIN d_labitems AS d ON d.itemid = l.itemid WHERE d.label = ? "
                                                     "GROUP BY l.valueuom ORDER BY 1", [name])
@@ -158,8 +161,10 @@ def _fits(lookup: SourceLookup, kind: SlotKind, name: str, unit: str | None, num
             return False  # resulted as text only ("Ventilator": CONTROLLED.), never a number to take a minimum of
         shown = {str(u).strip().casefold() for u, _ in results if u is not None}
     elif kind is SlotKind.DRUG:
+        if unit is None:
+            return True
         # Where it is recorded as given or prescribed, and in what unit: "Atropine Sulfate ... (in grams)".
-        parts = [sql for table_name, sql in _DRUG_UNITS if lookup.has_table(table_name)]
+        parts = [sql for needs, sql in _DRUG_UNITS if all(lookup.has_table(t) for t in needs)]
         shown = {str(u).strip().casefold() for (u,) in lookup.query(
             ("drug units", name), " UNION ".join(parts), [name] * len(parts))} if parts else set()
     else:
@@ -329,7 +334,7 @@ class AmbiguousReference(Injector):
     def kept(self, case: CleanCase, draft: Draft, lookup: SourceLookup) -> None:
         slot = draft.param("slot")
         if slot in case.slot_kinds and case.slot_kinds[slot] in SIBLINGS:
-            lookup.memo[self._VAGUE_TWINS][(case.task.template_id, case.slot_kinds[slot])] += 1
+            lookup.memo.setdefault(self._VAGUE_TWINS, Counter())[(case.task.template_id, case.slot_kinds[slot])] += 1
 
     def _entity_drafts(self, case, lookup, rng) -> Iterator[Draft]:
         subject = case.task.subject_id

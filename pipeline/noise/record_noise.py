@@ -86,8 +86,10 @@ def _left_unresulted_in_source(lookup: SourceLookup, name: str, rows: list[dict]
 
 def _empties_an_encounter(lookup: SourceLookup, name: str, rows: list[dict]) -> bool:
     """Whether hiding ``rows`` leaves an ICU stay (or an admission) with no row of an item that every
-    stay (admission) of the source has: a stay without a single heart rate is a record MIMIC-IV never
-    holds (none of the demo's 140 stays lacks one), and gives the twin away."""
+    stay (admission) of the source has (``SourceLookup.every_encounter_has``): a stay without a single
+    heart rate is a record MIMIC-IV never holds (none of the demo's 140 stays lacks one), and gives the
+    twin away. Where a table's item is a position (``diagnoses_icd.seq_num``), so is this: no admission
+    lacks its first-listed diagnosis, and one that starts at the second told the twin."""
     t = table(name)
     scope = next((c for c in ("stay_id", "hadm_id") if c in t.column_names), None)
     items = roles(name).item
@@ -96,10 +98,11 @@ def _empties_an_encounter(lookup: SourceLookup, name: str, rows: list[dict]) -> 
     hidden = Counter((r[scope], r[items[0]]) for r in rows if r.get(scope) is not None and r.get(items[0]) is not None)
     subject = {r[scope]: r.get("subject_id") for r in rows}
     for (encounter, item), n in sorted(hidden.items(), key=str):
-        if not lookup.every_encounter_has(name, scope, items[0], item):
-            continue
         where = {"subject_id": subject[encounter]} if subject[encounter] is not None else {}  # for the zone maps
-        if lookup.row_count(name, {**where, scope: encounter, items[0]: item}) <= n:
+        # The encounter's own rows first: a scan of its patient's rows, where the item's census across
+        # all encounters reads the whole table (once per item, cached).
+        if (lookup.row_count(name, {**where, scope: encounter, items[0]: item}) <= n
+                and lookup.every_encounter_has(name, scope, items[0], item)):
             return True
     return False
 
@@ -126,8 +129,8 @@ class MissingEvidence(Injector):
             if columns is None or operation in _FALLS_BACK:
                 continue
             rows = case.evidence_rows(name)
-            emptied = next(iter(columns))
-            if not _left_unresulted_in_source(lookup, name, rows) or lookup.recorded_also(name, rows, about=emptied):
+            copied = any(lookup.recorded_also(name, rows, about=column) for column in columns)
+            if not _left_unresulted_in_source(lookup, name, rows) or copied:
                 continue  # a pattern the source never shows for the item, or a copy that still holds the result
             changes = tuple(ValueChange(name, int(r[ROW_ID]), col, value)
                             for r in rows for col, value in columns.items())
@@ -164,13 +167,15 @@ def _numeric_alternatives(lookup: SourceLookup, table_name: str, row: dict, colu
         return _text_alternatives(lookup, table_name, row, column, rng)
     out = []
     for factor in rng.sample([1.3, 0.7, 1.6, 0.45], 4):
-        new = value * factor if value else factor * 10
-        if measured is not None:
-            # A second reading a monitor could really have charted beside the first: off by a twentieth
-            # to a tenth of the item's plausible span (a temperature by 2-5 °F, a heart rate by 18-35),
-            # never pushed to a limit (a temperature of 98.2 °F beside 68 °F settles the conflict by itself).
+        if measured is None:
+            new = value * factor if value else factor * 10
+        else:
+            # A second reading a monitor or a laboratory could really have charted beside the first: off
+            # by 30-60% of the value, at most a tenth of the item's plausible span (a temperature by 2-5
+            # °F, a heart rate by 17-35, a white cell count of 8 by 2-5), never pushed to a limit (a
+            # temperature of 98.2 °F beside 68 °F settles the conflict by itself).
             lo, hi = measured.plausible
-            new = value + (factor - 1) / 6 * (hi - lo)
+            new = value + (factor - 1) * min(abs(value), (hi - lo) / 6)
             if not lo <= new <= hi:
                 continue
         # Charted as the item is: a second reading has the first one's decimals (a heart rate of 82 conflicts

@@ -120,8 +120,9 @@ ROW_ROLES: dict[str, RowRoles] = {
                             recorded_also_in=(Copy("labevents", ("subject_id", "charttime", "itemid"),
                                                    _items(CHARTED_FROM)),)),  # a lab result charted
     "datetimeevents": RowRoles(item=("itemid",), time=("charttime", "storetime"), facts=("value",),
-                               recorded_also_in=(Copy("procedureevents", ("stay_id", "value", "itemid"),
-                                                      _items(DATES_INSERTION_OF), named=("stay_id", "starttime", "itemid"),
+                               recorded_also_in=(Copy("procedureevents", ("subject_id", "stay_id", "value", "itemid"),
+                                                      _items(DATES_INSERTION_OF),
+                                                      named=("subject_id", "stay_id", "starttime", "itemid"),
                                                       holds=("value",)),)),  # a line's insertion
     "inputevents": RowRoles(item=("itemid",), time=("starttime", "endtime", "storetime"),
                             facts=("amount", "rate", "totalamount")),
@@ -130,8 +131,9 @@ ROW_ROLES: dict[str, RowRoles] = {
     "outputevents": RowRoles(item=("itemid",), time=("charttime", "storetime"), facts=("value",)),
     "procedureevents": RowRoles(item=("itemid",), time=("starttime", "endtime", "storetime"),
                                 facts=("value", "location"),
-                                recorded_also_in=(Copy("datetimeevents", ("stay_id", "starttime", "itemid"),
-                                                       _items(INSERTION_DATED_AS), named=("stay_id", "value", "itemid"),
+                                recorded_also_in=(Copy("datetimeevents", ("subject_id", "stay_id", "starttime", "itemid"),
+                                                       _items(INSERTION_DATED_AS),
+                                                       named=("subject_id", "stay_id", "value", "itemid"),
                                                        holds=("starttime",)),)),  # its insertion date
 }
 

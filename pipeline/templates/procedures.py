@@ -41,6 +41,8 @@ EVENT_SAMPLER = ("SELECT e.subject_id, e.stay_id, i.label AS procedure FROM proc
 TIMED_ITEM = PROCEDURE_ITEM + " AND e.valueuom IN ('min', 'hour', 'day')"
 TIMED_EVENT_SAMPLER = ("SELECT e.subject_id, e.stay_id, i.label AS procedure FROM procedureevents AS e "
                        "JOIN d_items AS i ON i.itemid = e.itemid WHERE " + TIMED_ITEM)
+# The sampler picks a timed row; a label whose rows are also point events somewhere is still no duration.
+POINT_EVENTS = "e.valueuom NOT IN ('min', 'hour', 'day')"
 FIRST_IN_STAY = IN_STAY + " AND e.starttime = " + FIRST_START
 HOURS = "date_diff('second', e.starttime, e.endtime) / 3600.0"
 ICD_NOTES = "an ICD procedure title resolves to every ICD-9 and ICD-10 code carrying it"
@@ -156,6 +158,7 @@ register(
         ),
         gold_sql=f"SELECT {HOURS} FROM " + FIRST_IN_STAY,
         evidence_sql="SELECT 'procedureevents', e.row_id FROM " + FIRST_IN_STAY,
+        guards=(Guard("point_events", "SELECT count(*) > 0 FROM " + IN_STAY + " AND " + POINT_EVENTS),),
         notes=ICU_NOTES + "; duration = endtime - starttime; two events starting together are a tie and rejected"),
     Template(
         id="proc_icu_events_before_first", intent=PROC, level=Level.PATIENT, operation=Operation.RETRIEVAL,
@@ -223,6 +226,7 @@ register(
         ),
         gold_sql=f"SELECT avg({HOURS}) FROM " + NAMED,
         evidence_sql="SELECT 'procedureevents', e.row_id FROM " + NAMED,
-        guards=(Guard("untimed_events", "SELECT count(*) > count(" + HOURS + ") FROM " + NAMED),),
+        guards=(Guard("untimed_events", "SELECT count(*) > count(" + HOURS + ") FROM " + NAMED),
+                Guard("point_events", "SELECT count(*) > 0 FROM " + NAMED + " AND " + POINT_EVENTS)),
         notes=ICU_NOTES + "; duration = endtime - starttime"),
 )

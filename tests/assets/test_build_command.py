@@ -1,6 +1,7 @@
 """``robustgym build``: the whole asset graph in-process, with progress, the release and its counts."""
 
 import json
+import re
 
 import pytest
 
@@ -53,7 +54,8 @@ def test_build_runs_source_to_release_on_the_synthetic_default(tmp_path, capsys)
     out, err = capsys.readouterr()
     assert code == 0, err[-3000:]
     for step in ("source_database", "clean_tasks[laboratory]", "noise_pairs[query]", "release_candidate", "release"):
-        assert f"] {step} ok in" in err, step
+        # A 60-pair build may miss a type's share of the mix: a warning, not a failed step.
+        assert re.search(rf"\] {re.escape(step)} ok( \(\d+ check warning\(s\)\))? in", err), step
     # Progress inside the stages, relayed from the workers that build the partitions and named with the
     # partition: each intent's templates from 0 to all.
     assert "    templates [laboratory]: template 0/" in err
