@@ -99,8 +99,8 @@ def _empties_an_encounter(lookup: SourceLookup, name: str, rows: list[dict]) -> 
     subject = {r[scope]: r.get("subject_id") for r in rows}
     for (encounter, item), n in sorted(hidden.items(), key=str):
         where = {"subject_id": subject[encounter]} if subject[encounter] is not None else {}  # for the zone maps
-        # The encounter's own rows first: a scan of its patient's rows, where the item's census across
-        # all encounters reads the whole table (once per item, cached).
+        # The encounter's own rows first: a scan of its patient's rows, where the census of the items
+        # every encounter has reads the whole table (once per table, cached).
         if (lookup.row_count(name, {**where, scope: encounter, items[0]: item}) <= n
                 and lookup.every_encounter_has(name, scope, items[0], item)):
             return True
