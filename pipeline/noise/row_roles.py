@@ -8,6 +8,7 @@ value in step with the number. Declared once here so that no injector guesses by
 
 from collections.abc import Collection
 from dataclasses import dataclass
+from functools import cached_property
 
 from pipeline.noise.charted_labs import CHARTED_AS, CHARTED_FROM
 from pipeline.noise.charted_lines import DATES_INSERTION_OF, INSERTION_DATED_AS
@@ -48,7 +49,12 @@ class Copy:
         if not self.items:
             return [tuple(values)]
         at = self.shared.index("itemid")
-        return [tuple(values[:at] + [other] + values[at + 1:]) for other in dict(self.items).get(values[at], ())]
+        return [tuple(values[:at] + [other] + values[at + 1:]) for other in self._item_map.get(values[at], ())]
+
+    @cached_property
+    def _item_map(self) -> dict[int, tuple[int, ...]]:
+        # Asked for every row a copy is looked up for: built once, not per row.
+        return dict(self.items)
 
 
 def _items(mapping: dict[int, tuple[int, ...]]) -> tuple[tuple[int, tuple[int, ...]], ...]:
