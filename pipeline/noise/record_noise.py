@@ -13,8 +13,10 @@
   label check (``pipeline.noise.status_rules``) decides that from the twin's record alone.
 - ``conflicting_duplicate`` adds a copy of an evidence row (same patient, time and item; a fresh
   surrogate id, as a second charting would get) with a different value in a fact column, charted
-  as the original is (its decimals) and with what the source derives from it in step
-  (``pipeline.noise.row_consistency``), so that neither row reads as the made-up one. Kept only when
+  as the original is (its decimals, its float32 noise: ``pipeline.noise.stored_digits``) and with
+  what the source derives from it in step (a stay's length, a lab's flag, an infusion's rate and
+  original amount, a severity the source grades beside the row's mortality:
+  ``pipeline.noise.row_consistency``), so that neither row reads as the made-up one. Kept only when
   the conflict is about the answer: with the duplicate as the only row, the gold SQL would not give
   the clean answer (``conflict_beside_the_answer`` otherwise: another DRG severity under a question
   about the DRG's description, or a count that only counts the row twice). Not made on a row the
@@ -47,8 +49,10 @@ from pipeline.noise.made_up import MadeUp
 from pipeline.noise.physiology import charted_like, format_value, measured_item
 from pipeline.noise.proof import literal
 from pipeline.noise.registry import AnswerUnder, Applicability, Draft, DropReason, Effect, Injector, register
-from pipeline.noise.row_consistency import CodedText, coded_pair, coded_texts, follows_others, with_derived
+from pipeline.noise.row_consistency import CodedText, coded_pair, coded_texts, follows_others, graded_with, recharted, \
+    with_derived
 from pipeline.noise.row_roles import LINK_COLUMNS, conflict_key, roles
+from pipeline.noise.stored_digits import clinical_value, stored_like
 from pipeline.schema import ROW_ID, table
 from pipeline.task_model import NamedValue, Outcome, Patch, RowRef, ValueChange
 from pipeline.vocabulary import Level, NoiseType, Operation, SlotKind, Status
@@ -165,22 +169,29 @@ def _numeric_alternatives(lookup: SourceLookup, table_name: str, row: dict, colu
         # A code or a level (an APR-DRG severity of 1-4, doses a day): another value it really takes,
         # never one scaled past its range (a severity of 6).
         return _text_alternatives(lookup, table_name, row, column, rng)
+    # A reading that went through a float32 (an amount that is a rate times a duration) is charted from
+    # the value it stands for and written back with the same noise (``stored_digits``).
+    reading = clinical_value(value)
     out = []
     for factor in rng.sample([1.3, 0.7, 1.6, 0.45], 4):
         if measured is None:
-            new = value * factor if value else factor * 10
+            new = reading * factor if reading else factor * 10
         else:
             # A second reading a monitor or a laboratory could really have charted beside the first: off
             # by 30-60% of the value, at most a tenth of the item's plausible span (a temperature by 2-5
             # °F, a heart rate by 17-35, a white cell count of 8 by 2-5), never pushed to a limit (a
             # temperature of 98.2 °F beside 68 °F settles the conflict by itself).
             lo, hi = measured.plausible
-            new = value + (factor - 1) * min(abs(value), (hi - lo) / 6)
+            new = reading + (factor - 1) * min(abs(reading), (hi - lo) / 6)
             if not lo <= new <= hi:
                 continue
         # Charted as the item is: a second reading has the first one's decimals (a heart rate of 82 conflicts
         # with 107, not with 106.6, whose decimal alone would mark it as the made-up one).
-        text = str(round(new)) if integer else format_value(charted_like(new, value))
+        text = str(round(new)) if integer else format_value(charted_like(new, reading))
+        if reading and not float(text):
+            continue  # 0.45 of one unit, charted in whole units: no second reading of it
+        if not integer and reading != value and reading:
+            text = stored_like(value * float(text) / reading, value)
         if measured is not None and not lo <= float(text) <= hi:
             continue  # rounded past a limit
         if text != sql_text(value) and as_number(text) != value and text not in out:
@@ -211,6 +222,8 @@ def _text_alternatives(lookup: SourceLookup, table_name: str, row: dict, column:
     # another route of the same drug, another BMI, not a blood pressure written in a BMI row).
     conditions = [f'"{c}" = {literal(row[c])}' for c in roles(table_name).item
                   if row.get(c) is not None and c != "seq_num"]  # a position in a list is no item
+    # A grade the source gives beside the row's other grade (no APR-DRG of severity 1 and mortality 4).
+    conditions += [f'"{c}" = {literal(row[c])}' for c in graded_with(table_name, column) if row.get(c) is not None]
     if table_name in ("diagnoses_icd", "procedures_icd") and row.get("icd_version") is not None:
         conditions.append(f"icd_version = {int(row['icd_version'])}")
     values = [v for v in lookup.distinct_values(table_name, column, where=" AND ".join(conditions), limit=400)
@@ -261,6 +274,7 @@ class ConflictingDuplicate(Injector):
                 changes = with_derived(name, row, alternative)
                 if changes is None:
                     continue
+                changes = recharted(name, row, changes)
                 new = changes[col]
                 mirror = roles(name).mirror_of(col)
                 if mirror:
@@ -344,8 +358,34 @@ def _time_shift(lookup: SourceLookup, name: str, rows: list[dict]) -> timedelta 
             break
     if not ends:
         return None
-    start = min(t if isinstance(t, datetime) else datetime(t.year, t.month, t.day) for t in times)
-    return (max(ends) - start) + timedelta(days=30)
+    start = min(_as_datetime(t) for t in times)
+    shift = (max(ends) - start) + timedelta(days=30)
+    moved = [_as_datetime(_shifted(r[c], shift)) for r in rows for c in roles(name).time
+             if isinstance(r.get(c), (datetime, date))]
+    if not _lands_outside_every_encounter(lookup, rows, moved):
+        return None
+    return shift
+
+
+def _as_datetime(value: date) -> datetime:
+    return value if isinstance(value, datetime) else datetime(value.year, value.month, value.day)
+
+
+def _lands_outside_every_encounter(lookup: SourceLookup, rows: list[dict], moved: list[datetime]) -> bool:
+    """Whether times moved past their stay land where an orphaned row can: while the patient lives and
+    outside their other admissions. A row dated after death is another error than a drifted one, and a
+    row inside another admission belongs to that admission, which the record alone cannot tell apart."""
+    subjects = sorted({int(r["subject_id"]) for r in rows if r.get("subject_id") is not None})
+    if not subjects or not all(lookup.has_table(t) for t in ("patients", "admissions")):
+        return True
+    deaths = [d for (d,) in lookup.query(("deaths", tuple(subjects)), 'SELECT dod FROM main."patients" '
+                                         "WHERE subject_id IN (SELECT unnest(?)) AND dod IS NOT NULL", [subjects])]
+    spans = lookup.query(("admission spans", tuple(subjects)), 'SELECT admittime, dischtime FROM main."admissions" '
+                         "WHERE subject_id IN (SELECT unnest(?))", [subjects])
+    latest = max(moved)
+    if any(latest.date() > _as_datetime(d).date() for d in deaths):
+        return False
+    return not any(a is not None and b is not None and a <= t <= b for t in moved for a, b in spans)
 
 
 def _shifted(value, shift: timedelta):

@@ -10,7 +10,13 @@ itself away to an agent that reads one row:
   (all but 185 of the demo's 88,000 results with a range). A second result of 177 next to 136 that
   the laboratory did not flag marks the made-up row;
 - a DRG or HCPCS code comes with the description the source records for it. A duplicate that keeps
-  the code and changes only the description disagrees with every other row of that code.
+  the code and changes only the description disagrees with every other row of that code;
+- an ICU input's amount is its rate times its duration, and mostly the amount first ordered. A second
+  charting of the same infusion at another amount, with the first one's rate and original amount,
+  is the made-up row of the two (``recharted``);
+- an APR-DRG's severity and risk of mortality are graded together: severity 1 never comes with
+  mortality 4 in the source, so a duplicate's severity is one the source records beside its
+  mortality (``graded_with``).
 
 So a value-changing injector asks ``with_derived`` for the full change of a row, and a conflicting
 duplicate takes a code and its description together (``coded_pair``). Declared here once per table.
@@ -21,6 +27,7 @@ from datetime import datetime, timedelta
 
 from pipeline.noise.case import sql_text
 from pipeline.noise.edits import as_number
+from pipeline.noise.stored_digits import stored_like, to_single
 from pipeline.schema import TABLES_BY_NAME
 
 SECONDS_PER_DAY = 86_400
@@ -55,12 +62,29 @@ class CodedText:
     within: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class Proportional:
+    """``columns`` of a row stand in one proportion: an amount is its rate times the row's duration, and
+    the amount first ordered is mostly the amount given. ``single`` of them the source stores in float32s."""
+
+    columns: tuple[str, ...]
+    single: tuple[str, ...] = ()
+
+
 DURATIONS: dict[str, tuple[Duration, ...]] = {"icustays": (Duration("los", "intime", "outtime"),)}
 RANGE_FLAGS: dict[str, tuple[RangeFlag, ...]] = {
     "labevents": (RangeFlag("flag", "valuenum", "ref_range_lower", "ref_range_upper"),)}
 CODED_TEXTS: dict[str, tuple[CodedText, ...]] = {
     "drgcodes": (CodedText("drg_code", "description", within=("drg_type",)),),
     "hcpcsevents": (CodedText("hcpcs_cd", "short_description"),),
+}
+PROPORTIONAL: dict[str, Proportional] = {
+    "inputevents": Proportional(("amount", "rate", "originalamount", "originalrate"),
+                                single=("originalamount", "originalrate")),
+}
+# Columns graded together: the values one takes beside the other's are the ones the source records.
+GRADED_TOGETHER: dict[str, tuple[tuple[str, str], ...]] = {
+    "drgcodes": (("drg_severity", "drg_mortality"),),
 }
 
 
@@ -100,6 +124,38 @@ def with_derived(table_name: str, row: dict, changes: dict[str, str | None]) -> 
     return out
 
 
+def recharted(table_name: str, row: dict, changes: dict[str, str | None]) -> dict[str, str | None]:
+    """``changes`` to ``row`` with the columns in proportion to a changed one (``PROPORTIONAL``) moved in
+    step, each stored as the source stores it (``stored_digits.stored_like``): what a second charting of
+    the same thing at another value records. A column that is empty or zero stays as it is."""
+    group = PROPORTIONAL.get(table_name)
+    changed = [c for c in group.columns if c in changes] if group else []
+    if len(changed) != 1:
+        return changes
+    old, new = as_number(row.get(changed[0])), as_number(changes[changed[0]])
+    if not old or new is None:
+        return changes
+    out = dict(changes)
+    for column in group.columns:
+        value = as_number(row.get(column))
+        if column != changed[0] and value:
+            out[column] = stored_like(value * new / old, value, single=column in group.single)
+    # Columns equal in the row (the amount ordered is the amount given) stay equal: a float32 one is the
+    # other one stored in a float32, not a rounding of its own that differs in the sixth digit.
+    for single in group.single:
+        for other in group.columns:
+            a, b = as_number(row.get(single)), as_number(row.get(other))
+            if other not in group.single and a and b and abs(a - b) <= 1e-6 * abs(b) and out.get(other):
+                out[single] = repr(to_single(float(out[other])))
+    return out
+
+
+def graded_with(table_name: str, column: str) -> tuple[str, ...]:
+    """The columns ``column`` is graded together with (an APR-DRG severity with its risk of mortality)."""
+    return tuple(other for pair in GRADED_TOGETHER.get(table_name, ()) if column in pair
+                 for other in pair if other != column)
+
+
 def range_bounds(table_name: str) -> tuple[str, ...]:
     """The reference-range columns of ``table_name``: a value written in another unit takes its range along."""
     return tuple(c for f in RANGE_FLAGS.get(table_name, ()) for c in (f.lower, f.upper))
@@ -125,6 +181,8 @@ def _check() -> None:
     declared = [(t, (d.column, d.start, d.end)) for t, ds in DURATIONS.items() for d in ds]
     declared += [(t, (f.flag, f.value, f.lower, f.upper)) for t, fs in RANGE_FLAGS.items() for f in fs]
     declared += [(t, (c.code, c.text, *c.within)) for t, cs in CODED_TEXTS.items() for c in cs]
+    declared += [(t, p.columns + p.single) for t, p in PROPORTIONAL.items()]
+    declared += [(t, pair) for t, pairs in GRADED_TOGETHER.items() for pair in pairs]
     for table_name, columns in declared:
         unknown = sorted(set(columns) - set(TABLES_BY_NAME[table_name].column_names))
         if unknown:

@@ -1,0 +1,109 @@
+"""Record-level drafts look like errors a real record holds: a second charting of an infusion has its
+rate and original amount in step and its digits stored as the source stores them, a duplicated
+APR-DRG grade sits beside a grade the source gives with it, and an orphaned row's moved times land
+while the patient lives and outside their other admissions.
+
+Each was a tell a reviewer found in a release: the made-up row of a pair picked out without any
+clinical reasoning, or an orphaned row dated after death."""
+
+from collections.abc import Iterator
+from random import Random
+
+import duckdb
+import pytest
+
+from pipeline.noise.case import CleanCase, SourceLookup, read_evidence
+from pipeline.noise.record_noise import ConflictingDuplicate, OrphanedRecord
+from pipeline.noise.row_consistency import PROPORTIONAL
+from pipeline.noise.stored_digits import carries_noise, is_single
+from pipeline.templates import REGISTRY
+
+
+def _cases(con, clean, tables: set[str] | None = None) -> Iterator[CleanCase]:
+    """The clean tasks whose evidence holds rows of ``tables`` (of any table if None), as injectors see them."""
+    for task in clean:
+        evidence = read_evidence(con, [task])[task.task_id]
+        if evidence and (tables is None or tables & set(evidence)):
+            yield CleanCase(task, REGISTRY.get(task.template_id), evidence)
+
+
+def _params(draft) -> dict[str, str]:
+    return {p.name: p.value for p in draft.params}
+
+
+def _added_beside_original(case: CleanCase, draft, table_name: str):
+    """(the original row, the added row's values) of a duplicate of a ``table_name`` row, else None."""
+    if not draft.patch.add or draft.patch.add[0].table != table_name:
+        return None
+    (added,) = draft.patch.add
+    original = next(r for r in case.evidence_rows(table_name) if r["row_id"] == int(_params(draft)["copied_row_id"]))
+    return original, {v.column: v.value for v in added.values}
+
+
+def test_a_second_charting_of_an_infusion_keeps_its_rate_and_original_amount_in_step(built):
+    db, clean, _ = built
+    group = PROPORTIONAL["inputevents"]
+    checked = 0
+    with duckdb.connect(str(db), read_only=True) as con:
+        lookup = SourceLookup(con)
+        for case in _cases(con, clean, {"inputevents"}):
+            for draft in ConflictingDuplicate().drafts(case, lookup, Random(0)):
+                pair = _added_beside_original(case, draft, "inputevents")
+                if pair is None or _params(draft)["column"] not in group.columns:
+                    continue
+                original, new = pair
+                column = _params(draft)["column"]
+                ratio = float(new[column]) / original[column]
+                for other in group.columns:
+                    if original[other]:
+                        assert float(new[other]) == pytest.approx(original[other] * ratio, rel=5e-3), \
+                            (case.task.task_id, other, original, new)
+                        # Stored as the source stores it: noisy beside noisy, a float32 where the column holds them.
+                        assert carries_noise(float(new[other])) == carries_noise(original[other]) or other in group.single
+                for other in group.single:
+                    assert new[other] is None or is_single(float(new[other])), (other, new[other])
+                if original["originalamount"] == pytest.approx(original["amount"], rel=1e-6):
+                    assert float(new["originalamount"]) == pytest.approx(float(new["amount"]), rel=1e-6)
+                checked += 1
+    assert checked, "no inputevents duplicate was drafted: nothing was checked"
+
+
+def test_a_duplicated_apr_drg_grade_is_one_the_source_gives_beside_the_other_grade(built):
+    db, clean, _ = built
+    checked = 0
+    with duckdb.connect(str(db), read_only=True) as con:
+        lookup = SourceLookup(con)
+        graded = set(con.execute("SELECT DISTINCT drg_type, drg_severity, drg_mortality FROM drgcodes").fetchall())
+        for case in _cases(con, clean, {"drgcodes"}):
+            for draft in ConflictingDuplicate().drafts(case, lookup, Random(0)):
+                pair = _added_beside_original(case, draft, "drgcodes")
+                if pair is None or _params(draft)["column"] not in ("drg_severity", "drg_mortality"):
+                    continue
+                _, new = pair
+                grades = (new["drg_type"], int(new["drg_severity"]), int(new["drg_mortality"]))
+                assert grades in graded, (case.task.task_id, grades)
+                checked += 1
+    assert checked, "no APR-DRG grade was duplicated: nothing was checked"
+
+
+def test_an_orphaned_rows_moved_times_land_while_the_patient_lives_and_outside_their_admissions(built):
+    db, clean, _ = built
+    checked = 0
+    with duckdb.connect(str(db), read_only=True) as con:
+        lookup = SourceLookup(con)
+        deaths = dict(con.execute("SELECT subject_id, dod FROM patients WHERE dod IS NOT NULL").fetchall())
+        spans: dict[int, list[tuple]] = {}
+        for subject, start, end in con.execute("SELECT subject_id, admittime, dischtime FROM admissions").fetchall():
+            spans.setdefault(subject, []).append((str(start), str(end)))
+        for case in _cases(con, clean):
+            for draft in OrphanedRecord().drafts(case, lookup, Random(0)):
+                if _params(draft)["how"] != "time_outside_stay":
+                    continue
+                for change in draft.patch.update:
+                    row = next(r for r in case.evidence_rows(change.table) if r["row_id"] == change.row_id)
+                    subject, moved = row.get("subject_id"), str(change.value)
+                    if subject in deaths:
+                        assert moved[:10] <= str(deaths[subject]), (case.task.task_id, moved, deaths[subject])
+                    assert not any(a <= moved <= b for a, b in spans.get(subject, ())), (case.task.task_id, moved)
+                    checked += 1
+    assert checked, "no time_outside_stay draft was made: nothing was checked"
