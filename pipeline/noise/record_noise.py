@@ -43,6 +43,7 @@ from random import Random
 from pipeline.answers import answers_match
 from pipeline.noise.anomalies import CONFLICT_TABLES
 from pipeline.noise.case import CleanCase, SourceLookup, measure_of, sql_text
+from pipeline.noise.derived_results import recomputable
 from pipeline.noise.edits import as_number, copy_row, entity_tables, fact_tables, is_numeric, mirror_text, pick, \
     row_ref
 from pipeline.noise.made_up import MadeUp
@@ -111,6 +112,10 @@ def _empties_an_encounter(lookup: SourceLookup, name: str, rows: list[dict]) -> 
     return False
 
 
+def _row_ids(rows: list[dict]) -> set[int]:
+    return {r[ROW_ID] for r in rows}
+
+
 def _params(**kw) -> tuple[NamedValue, ...]:
     return tuple(NamedValue(k, str(v)) for k, v in kw.items())
 
@@ -133,16 +138,19 @@ class MissingEvidence(Injector):
             if columns is None or operation in _FALLS_BACK:
                 continue
             rows = case.evidence_rows(name)
-            copied = any(lookup.recorded_also(name, rows, about=column) for column in columns)
+            copied = any(lookup.recorded_also(name, rows, about=column) for column in columns) \
+                or recomputable(lookup, name, rows, hidden=_row_ids(rows))
             if not _left_unresulted_in_source(lookup, name, rows) or copied:
-                continue  # a pattern the source never shows for the item, or a copy that still holds the result
+                continue  # a pattern the source never shows for the item, or a copy or siblings that still give it
             changes = tuple(ValueChange(name, int(r[ROW_ID]), col, value)
                             for r in rows for col, value in columns.items())
             yield Draft(_params(table=name, mechanism="not_resulted", rows=len(rows),
                                 columns="+".join(columns)), self.status, patch=Patch(update=changes))
-        # A row the source records twice is not removed: its other copy would still answer.
+        # A row the source records twice is not removed: its other copy would still answer, as would the
+        # sibling results it is computed from.
         tables = [t for t in tables if not roles(t).always_recorded
                   and not lookup.recorded_also(t, case.evidence_rows(t))
+                  and not recomputable(lookup, t, case.evidence_rows(t), hidden=_row_ids(case.evidence_rows(t)))
                   and not _empties_an_encounter(lookup, t, case.evidence_rows(t))]
         if not tables:
             return
@@ -251,10 +259,12 @@ class ConflictingDuplicate(Injector):
                 continue
             columns = sorted(_conflict_columns(case, name), key=rank)
             # A row the source records a second time is not duplicated: its copy (an ICU stay's transfer,
-            # a prescription's pharmacy order) would settle which of the two rows is right.
+            # a prescription's pharmacy order) would settle which of the two rows is right, as would the
+            # sibling results a CBC index or a BMI is computed from (``derived_results``).
             rows = pick(case.evidence_rows(name), 4, rng)
             candidates += [(name, row, col) for row in rows for col in columns[:3]
-                           if row.get(col) is not None and not lookup.recorded_also(name, [row], about=col)]
+                           if row.get(col) is not None and not lookup.recorded_also(name, [row], about=col)
+                           and not recomputable(lookup, name, [row], about=col)]
         entities = entity_tables(case)
         candidates = pick(candidates, len(candidates), rng)
         # Stable sort, seeded order within: columns the answer is computed from first, columns that only

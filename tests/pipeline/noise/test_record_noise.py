@@ -1,7 +1,8 @@
 """Record-level drafts look like errors a real record holds: a second charting of an infusion has its
 rate and original amount in step and its digits stored as the source stores them, a duplicated
-APR-DRG grade sits beside a grade the source gives with it, and an orphaned row's moved times land
-while the patient lives and outside their other admissions.
+APR-DRG grade sits beside a grade the source gives with it, an orphaned row's moved times land
+while the patient lives and outside their other admissions, and no result the record's sibling
+results give (a CBC index, a BMI) is duplicated, hidden or emptied.
 
 Each was a tell a reviewer found in a release: the made-up row of a pair picked out without any
 clinical reasoning, or an orphaned row dated after death."""
@@ -13,7 +14,8 @@ import duckdb
 import pytest
 
 from pipeline.noise.case import CleanCase, SourceLookup, read_evidence
-from pipeline.noise.record_noise import ConflictingDuplicate, OrphanedRecord
+from pipeline.noise.derived_results import DERIVATIONS
+from pipeline.noise.record_noise import ConflictingDuplicate, MissingEvidence, OrphanedRecord
 from pipeline.noise.row_consistency import PROPORTIONAL
 from pipeline.noise.stored_digits import carries_noise, is_single
 from pipeline.templates import REGISTRY
@@ -59,7 +61,8 @@ def test_a_second_charting_of_an_infusion_keeps_its_rate_and_original_amount_in_
                         assert float(new[other]) == pytest.approx(original[other] * ratio, rel=5e-3), \
                             (case.task.task_id, other, original, new)
                         # Stored as the source stores it: noisy beside noisy, a float32 where the column holds them.
-                        assert carries_noise(float(new[other])) == carries_noise(original[other]) or other in group.single
+                        noisy = carries_noise(float(new[other])), carries_noise(original[other])
+                        assert other in group.single or noisy[0] == noisy[1], (other, original[other], new[other])
                 for other in group.single:
                     assert new[other] is None or is_single(float(new[other])), (other, new[other])
                 if original["originalamount"] == pytest.approx(original["amount"], rel=1e-6):
@@ -107,3 +110,44 @@ def test_an_orphaned_rows_moved_times_land_while_the_patient_lives_and_outside_t
                     assert not any(a <= moved <= b for a, b in spans.get(subject, ())), (case.task.task_id, moved)
                     checked += 1
     assert checked, "no time_outside_stay draft was made: nothing was checked"
+
+
+def _given_by_siblings(con, table_name: str, row: dict, hidden: set[int]) -> bool:
+    """Whether the row's result follows from sibling results in the record (read here with a query of the
+    test's own, from the declared formulas)."""
+    d = DERIVATIONS[table_name]
+    keys = [row[c] for c in d.within]
+    if any(k is None for k in keys):
+        return False
+    where = " AND ".join(f'"{c}" = ?' for c in d.within)
+    kept = {item for row_id, item in con.execute(
+        f'SELECT row_id, "{d.item}" FROM "{table_name}" WHERE {where} AND "{d.value}" IS NOT NULL', keys).fetchall()
+        if row_id not in hidden}
+    return any(set(formula) <= kept for formula in d.formulas(row[d.item]))
+
+
+def test_no_record_twin_duplicates_hides_or_empties_a_result_its_siblings_give(built):
+    """Reviewer: a duplicated RBC of 2.67 beside 3.47, where Hgb / MCH gives 2.67; a BMI of 25.8 beside
+    33.4, where the day's weight and height give 33.45."""
+    db, clean, _ = built
+    checked = {"duplicate": 0, "hidden or emptied": 0, "skipped": 0}
+    with duckdb.connect(str(db), read_only=True) as con:
+        lookup = SourceLookup(con)
+        for case in _cases(con, clean, set(DERIVATIONS)):
+            for injector in (ConflictingDuplicate(), MissingEvidence()):
+                for draft in injector.drafts(case, lookup, Random(0)):
+                    for name in DERIVATIONS:
+                        pair = _added_beside_original(case, draft, name)
+                        if pair is not None and _params(draft)["column"] == DERIVATIONS[name].value:
+                            assert not _given_by_siblings(con, name, pair[0], set()), (case.task.task_id, pair[0])
+                            checked["duplicate"] += 1
+                        touched = {r.row_id for r in draft.patch.hide if r.table == name} | \
+                            {u.row_id for u in draft.patch.update if u.table == name}
+                        for row in case.evidence_rows(name):
+                            if row["row_id"] in touched:
+                                assert not _given_by_siblings(con, name, row, touched), (case.task.task_id, row)
+                                checked["hidden or emptied"] += 1
+            checked["skipped"] += any(_given_by_siblings(con, n, r, set()) for n in DERIVATIONS
+                                      for r in case.evidence_rows(n))
+    # Both kinds were drafted, and some tasks had results their siblings give, which no draft touched.
+    assert all(checked.values()), checked
