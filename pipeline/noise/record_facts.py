@@ -142,6 +142,22 @@ class _NameIndex:
         # Patients' names are read one patient at a time, when first asked: a task set names a few
         # thousand patients at most, and every patient's names at once would not fit a full MIMIC-IV.
         self._of_subject: dict[int, Counter] = {}
+        self._spelled: dict[str, tuple[str, ...]] | None = None
+
+    def spellings(self, value: str) -> tuple[str, ...] | None:
+        """The dictionary's names equal to ``value`` ignoring case and spaces (folded by DuckDB, as the
+        comparison they replace is), for a source ``named_by_dictionary``; None for any other source."""
+        if not self.source.named_by_dictionary:
+            return None
+        if self._spelled is None:
+            table, column = self.source.dictionary
+            spelled: dict[str, set[str]] = {}
+            for folded, name in self.con.execute(f'SELECT DISTINCT lower(trim("{column}")), "{column}" FROM "{table}" '
+                                                 f'WHERE "{column}" IS NOT NULL').fetchall():
+                spelled.setdefault(folded, set()).add(name)
+            self._spelled = {k: tuple(sorted(v)) for k, v in spelled.items()}
+        (folded,), = self.con.execute("SELECT lower(trim(?))", [value]).fetchall()
+        return self._spelled.get(folded, ())
 
     def known(self, value: str) -> bool:
         v = value.strip().casefold()
@@ -436,8 +452,9 @@ class FactReader:
         such events than the patch changes rows, so the rows named, kept per name and patient, are few."""
         key = (source, value, subject)
         if key not in self._rows_named:
+            spellings = self._index(source).spellings(value)
             self._rows_named[key] = frozenset(r for (r,) in self._unpatched.execute(
-                source.rows_named_sql(value, subject)).fetchall())
+                source.rows_named_sql(value, subject, spellings=spellings)).fetchall())
         hidden = {r.row_id for r in patch.hide if r.table == source.events_table}
         return bool(self._rows_named[key] - hidden)
 
@@ -460,12 +477,13 @@ class FactReader:
                     source_known = floor_holds and (value.strip().casefold() in index.listed
                                                     or index.events(value) > lost) \
                         or (self._left_after_hiding(source, value, None, patch) if hides_only
-                            else bool(self._count(source.exact_count_sql(value))))
+                            else bool(self._count(source.exact_count_sql(value, spellings=index.spellings(value)))))
                     if not source_known:
                         readings |= {r for (r,) in self.con.execute(source.refinements_sql(value)).fetchall()}
                     recorded = recorded or floor_holds and index.events(value, subject) > lost \
                         or (self._left_after_hiding(source, value, subject, patch) if hides_only
-                            else bool(self._count(source.exact_count_sql(value, subject, recorded=True))))
+                            else bool(self._count(source.exact_count_sql(value, subject, recorded=True,
+                                                                         spellings=index.spellings(value)))))
                 else:
                     index = self._index(source)
                     source_known = index.known(value)
