@@ -131,13 +131,29 @@ class FalsePremise(Injector):
 
 
 # Where a drug's unit shows (the tables each query needs): its ICU item's unit and the amounts given, its
-# prescribed doses.
+# prescribed doses. Each is (name, unit) for every name, read once per build (``_by_name``).
 _DRUG_UNITS = (
-    (("d_items",), "SELECT i.unitname FROM d_items AS i WHERE i.label = ? AND i.unitname IS NOT NULL"),
-    (("inputevents", "d_items"), "SELECT v.amountuom FROM inputevents AS v JOIN d_items AS i ON i.itemid = v.itemid "
-                                 "WHERE i.label = ? AND v.amountuom IS NOT NULL"),
-    (("prescriptions",), "SELECT p.dose_unit_rx FROM prescriptions AS p WHERE p.drug = ? AND p.dose_unit_rx IS NOT NULL"),
+    (("d_items",), "SELECT i.label, i.unitname FROM d_items AS i WHERE i.unitname IS NOT NULL"),
+    (("inputevents", "d_items"), "SELECT DISTINCT i.label, v.amountuom FROM inputevents AS v "
+                                 "JOIN d_items AS i ON i.itemid = v.itemid WHERE v.amountuom IS NOT NULL"),
+    (("prescriptions",), "SELECT DISTINCT p.drug, p.dose_unit_rx FROM prescriptions AS p "
+                         "WHERE p.dose_unit_rx IS NOT NULL"),
 )
+_CHART_ITEMS = "SELECT label, param_type, unitname FROM d_items"
+_LAB_UNITS = ("SELECT d.label, l.valueuom, count(l.valuenum) FROM labevents AS l JOIN d_labitems AS d "
+              "ON d.itemid = l.itemid GROUP BY d.label, l.valueuom")
+
+
+def _by_name(lookup: SourceLookup, sql: str) -> dict[str, list[tuple]]:
+    """The rows of ``sql`` (a name, then what is known of it) grouped by name, read once per build: one
+    scan of an event table, where a query per name tried scanned it again for each (thousands a build)."""
+    key = ("by name", sql)
+    if key not in lookup.memo:
+        grouped: dict[str, list[tuple]] = {}
+        for name, *rest in lookup.con.execute(sql).fetchall():
+            grouped.setdefault(name, []).append(tuple(rest))
+        lookup.memo[key] = grouped
+    return lookup.memo[key]
 
 
 def _fits(lookup: SourceLookup, kind: SlotKind, name: str, unit: str | None, numeric: bool) -> bool:
@@ -146,17 +162,14 @@ def _fits(lookup: SourceLookup, kind: SlotKind, name: str, unit: str | None, num
     the question states the clean item's unit, in that unit if the database shows the name's (a
     "minimum Cholesterol ... in °F" or "Insulin ... in mg" gave the twin away)."""
     if kind is SlotKind.CHART_ITEM:
-        items = lookup.query(("chart item", name), "SELECT param_type, unitname FROM d_items WHERE label = ? "
-                                                    "ORDER BY itemid", [name])
+        items = _by_name(lookup, _CHART_ITEMS).get(name, [])
         if numeric and items and not any(str(t or "").startswith("Numeric") for t, _ in items):
             return False
         shown = {str(u).strip().casefold() for _, u in items if u}
     elif kind is SlotKind.LAB_ITEM:
         if unit is None and not numeric:
             return True
-        results = lookup.query(("lab units", name), "SELECT l.valueuom, count(l.valuenum) FROM labevents AS l "
-                                                    "JOIN d_labitems AS d ON d.itemid = l.itemid WHERE d.label = ? "
-                                                    "GROUP BY l.valueuom ORDER BY 1", [name])
+        results = _by_name(lookup, _LAB_UNITS).get(name, [])
         if numeric and results and not any(n for _, n in results):
             return False  # resulted as text only ("Ventilator": CONTROLLED.), never a number to take a minimum of
         shown = {str(u).strip().casefold() for u, _ in results if u is not None}
@@ -164,9 +177,8 @@ def _fits(lookup: SourceLookup, kind: SlotKind, name: str, unit: str | None, num
         if unit is None:
             return True
         # Where it is recorded as given or prescribed, and in what unit: "Atropine Sulfate ... (in grams)".
-        parts = [sql for needs, sql in _DRUG_UNITS if all(lookup.has_table(t) for t in needs)]
-        shown = {str(u).strip().casefold() for (u,) in lookup.query(
-            ("drug units", name), " UNION ".join(parts), [name] * len(parts))} if parts else set()
+        shown = {str(u).strip().casefold() for needs, sql in _DRUG_UNITS if all(lookup.has_table(t) for t in needs)
+                 for (u,) in _by_name(lookup, sql).get(name, [])}
     else:
         return True
     return unit is None or not shown or unit.strip().casefold() in shown

@@ -1,9 +1,11 @@
 """Query-level noise helpers, on the real demo's dictionaries."""
 
+from collections import Counter
+
 import duckdb
 
 from pipeline.noise.case import SourceLookup
-from pipeline.noise.query_noise import _one_concept
+from pipeline.noise.query_noise import _fits, _one_concept
 from pipeline.vocabulary import SlotKind
 
 ICD9 = ("Surgical operation with anastomosis, bypass, or graft, with natural or artificial tissues used as implant "
@@ -20,3 +22,48 @@ def test_the_icd9_and_icd10_titles_of_one_cause_are_one_concept_whatever_their_c
         lookup = SourceLookup(con)
         assert _one_concept(lookup, SlotKind.DIAGNOSIS, [ICD9, ICD10])
         assert not _one_concept(lookup, SlotKind.DIAGNOSIS, [ICD9, "Peritoneal abscess"])
+
+
+def _fits_one_name_at_a_time(con, kind: SlotKind, name: str, unit, numeric: bool) -> bool:
+    """What ``_fits`` decided with a query per name tried, before it read each table once per build."""
+    if kind is SlotKind.CHART_ITEM:
+        items = con.execute("SELECT param_type, unitname FROM d_items WHERE label = ?", [name]).fetchall()
+        if numeric and items and not any(str(t or "").startswith("Numeric") for t, _ in items):
+            return False
+        shown = {str(u).strip().casefold() for _, u in items if u}
+    elif kind is SlotKind.LAB_ITEM:
+        if unit is None and not numeric:
+            return True
+        results = con.execute("SELECT l.valueuom, count(l.valuenum) FROM labevents AS l JOIN d_labitems AS d "
+                              "ON d.itemid = l.itemid WHERE d.label = ? GROUP BY l.valueuom", [name]).fetchall()
+        if numeric and results and not any(n for _, n in results):
+            return False
+        shown = {str(u).strip().casefold() for u, _ in results if u is not None}
+    else:
+        if unit is None:
+            return True
+        shown = {str(u).strip().casefold() for (u,) in con.execute(
+            "SELECT unitname FROM d_items WHERE label = $1 AND unitname IS NOT NULL UNION "
+            "SELECT v.amountuom FROM inputevents AS v JOIN d_items AS i ON i.itemid = v.itemid WHERE i.label = $1 "
+            "AND v.amountuom IS NOT NULL UNION SELECT dose_unit_rx FROM prescriptions WHERE drug = $1 "
+            "AND dose_unit_rx IS NOT NULL", [name]).fetchall()}
+    return unit is None or not shown or unit.strip().casefold() in shown
+
+
+def test_names_fit_a_question_as_a_query_per_name_decided(demo_full_db):
+    """Whether a name tried for a false premise fits the question (a number for a numeric answer, the unit
+    the question states) is read from each table once per build: the same decision, name by name."""
+    with duckdb.connect(str(demo_full_db), read_only=True) as con:
+        lookup = SourceLookup(con)
+        names = {kind: [r[0] for r in con.execute(f"SELECT DISTINCT {column} FROM {table} ORDER BY 1").fetchall()]
+                 for kind, table, column in ((SlotKind.CHART_ITEM, "d_items", "label"),
+                                             (SlotKind.LAB_ITEM, "d_labitems", "label"),
+                                             (SlotKind.DRUG, "prescriptions", "drug"))}
+        decided = Counter()
+        for kind, pool in names.items():
+            for name in pool[::13]:
+                for unit, numeric in ((None, True), (None, False), ("mg", True), ("mmHg", True), ("mEq/L", False)):
+                    fits = _fits(lookup, kind, name, unit, numeric)
+                    assert fits == _fits_one_name_at_a_time(con, kind, name, unit, numeric), (kind, name, unit, numeric)
+                    decided[kind, fits] += 1
+        assert all(decided[kind, fits] for kind in names for fits in (True, False)), decided
