@@ -18,7 +18,7 @@ import duckdb
 
 from pipeline.answers import DEFAULT_DECIMALS
 from pipeline.schema import ROW_ID, table
-from pipeline.noise.row_roles import copies_of
+from pipeline.noise.row_roles import copied_keys, copies_of
 from pipeline.task_model import Patch, Task
 from pipeline.vocabulary import AnswerType, Intent, Level, SlotKind, Split
 
@@ -217,6 +217,15 @@ class SourceLookup:
             if n:
                 return True
         return False
+
+    def rows_recorded_also(self, table_name: str, rows: list[dict], about: str | None = None) -> frozenset[int]:
+        """The ``row_id``s of those of ``rows`` that ``recorded_also`` finds a copy of, asked row by row:
+        one query per copying table for all of them."""
+        found: set[int] = set()
+        for sql, params, rows_of in copied_keys(table_name, rows, self._tables, about):
+            for key in self._cached(("copied keys", sql, tuple(map(tuple, params))), sql, params):
+                found |= rows_of.get(tuple(key), set())
+        return frozenset(found)
 
     # An item "every" encounter has: all but a few. At full scale a handful of the 70K ICU stays have
     # no heart rate at all; a stay left without one by a twin is still a record of a kind never seen.

@@ -262,8 +262,9 @@ class ConflictingDuplicate(Injector):
             # a prescription's pharmacy order) would settle which of the two rows is right, as would the
             # sibling results a CBC index or a BMI is computed from (``derived_results``).
             rows = pick(case.evidence_rows(name), 4, rng)
+            copied = {col: lookup.rows_recorded_also(name, rows, about=col) for col in columns[:3]}
             candidates += [(name, row, col) for row in rows for col in columns[:3]
-                           if row.get(col) is not None and not lookup.recorded_also(name, [row], about=col)
+                           if row.get(col) is not None and row[ROW_ID] not in copied[col]
                            and not recomputable(lookup, name, [row], about=col)]
         entities = entity_tables(case)
         candidates = pick(candidates, len(candidates), rng)

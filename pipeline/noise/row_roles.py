@@ -179,6 +179,27 @@ def copies_of(table_name: str, rows: list[dict], present: Collection[str],
     return out
 
 
+def copied_keys(table_name: str, rows: list[dict], present: Collection[str],
+                about: str | None = None) -> list[tuple[str, list[list], dict[tuple, set[int]]]]:
+    """What ``copies_of`` asks, asked once for many rows: per table recording them a second time, the
+    query that returns the shared columns' values that have a copy (SQL, its parameters), and which of
+    ``rows`` (by ``row_id``) each value stands for."""
+    out = []
+    for copy in roles(table_name).recorded_also_in:
+        if copy.table not in present or not copy.records(about):
+            continue
+        rows_of: dict[tuple, set[int]] = {}
+        for r in rows:
+            for key in copy.keys(r):
+                rows_of.setdefault(key, set()).add(r["row_id"])
+        if rows_of:
+            columns = ", ".join(f'unnest(?) AS "{c}"' for c in copy.theirs)
+            using = ", ".join(f'"{c}"' for c in copy.theirs)
+            sql = f'SELECT DISTINCT {using} FROM "{copy.table}" SEMI JOIN (SELECT {columns}) AS k USING ({using})'
+            out.append((sql, [list(k) for k in zip(*sorted(rows_of))], rows_of))
+    return out
+
+
 def conflict_key(table_name: str) -> tuple[str, ...]:
     """What a conflicting duplicate shares with the row it copies: who, which item, when.
 
