@@ -143,6 +143,7 @@ class _NameIndex:
         # thousand patients at most, and every patient's names at once would not fit a full MIMIC-IV.
         self._of_subject: dict[int, Counter] = {}
         self._spelled: dict[str, tuple[str, ...]] | None = None
+        self._folded: dict[str, str] = {}
 
     def spellings(self, value: str) -> tuple[str, ...] | None:
         """The dictionary's names equal to ``value`` ignoring case and spaces (folded by DuckDB, as the
@@ -156,8 +157,9 @@ class _NameIndex:
                                                  f'WHERE "{column}" IS NOT NULL').fetchall():
                 spelled.setdefault(folded, set()).add(name)
             self._spelled = {k: tuple(sorted(v)) for k, v in spelled.items()}
-        (folded,), = self.con.execute("SELECT lower(trim(?))", [value]).fetchall()
-        return self._spelled.get(folded, ())
+        if value not in self._folded:
+            (self._folded[value],), = self.con.execute("SELECT lower(trim(?))", [value]).fetchall()
+        return self._spelled.get(self._folded[value], ())
 
     def known(self, value: str) -> bool:
         v = value.strip().casefold()
