@@ -476,16 +476,18 @@ class FactReader:
                     index, lost = self._index(source), self._rows_changed(source, patch)
                     floor_holds = not set(source.tables[1:]) & patch.tables
                     hides_only = floor_holds and self._hides_only(source, patch)
+                    # The dictionary's spellings, read unpatched, hold only where the patch leaves it alone.
+                    spellings = index.spellings(value) if floor_holds else None
                     source_known = floor_holds and (value.strip().casefold() in index.listed
                                                     or index.events(value) > lost) \
                         or (self._left_after_hiding(source, value, None, patch) if hides_only
-                            else bool(self._count(source.exact_count_sql(value, spellings=index.spellings(value)))))
+                            else bool(self._count(source.exact_count_sql(value, spellings=spellings))))
                     if not source_known:
                         readings |= {r for (r,) in self.con.execute(source.refinements_sql(value)).fetchall()}
                     recorded = recorded or floor_holds and index.events(value, subject) > lost \
                         or (self._left_after_hiding(source, value, subject, patch) if hides_only
                             else bool(self._count(source.exact_count_sql(value, subject, recorded=True,
-                                                                         spellings=index.spellings(value)))))
+                                                                         spellings=spellings))))
                 else:
                     index = self._index(source)
                     source_known = index.known(value)

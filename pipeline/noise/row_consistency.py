@@ -64,10 +64,14 @@ class CodedText:
 
 @dataclass(frozen=True)
 class Proportional:
-    """``columns`` of a row stand in one proportion: an amount is its rate times the row's duration, and
-    the amount first ordered is mostly the amount given. ``single`` of them the source stores in float32s."""
+    """``columns`` of a row stand in one proportion: an amount is its rate times the row's duration. A column
+    of ``follows`` (column, partner) moves with them only where it equals its partner or its partner is
+    empty (the amount first ordered is the amount given when the whole bag ran; the rate first ordered is
+    the rate charted, or the amount's own rate where none is charted); elsewhere it keeps its value: the
+    same bag, the same order. ``single`` of them the source stores in float32s."""
 
     columns: tuple[str, ...]
+    follows: tuple[tuple[str, str], ...] = ()
     single: tuple[str, ...] = ()
 
 
@@ -80,6 +84,7 @@ CODED_TEXTS: dict[str, tuple[CodedText, ...]] = {
 }
 PROPORTIONAL: dict[str, Proportional] = {
     "inputevents": Proportional(("amount", "rate", "originalamount", "originalrate"),
+                                follows=(("originalamount", "amount"), ("originalrate", "rate")),
                                 single=("originalamount", "originalrate")),
 }
 # Columns graded together: the values one takes beside the other's are the ones the source records.
@@ -127,10 +132,13 @@ def with_derived(table_name: str, row: dict, changes: dict[str, str | None]) -> 
 def recharted(table_name: str, row: dict, changes: dict[str, str | None]) -> dict[str, str | None]:
     """``changes`` to ``row`` with the columns in proportion to a changed one (``PROPORTIONAL``) moved in
     step, each stored as the source stores it (``stored_digits.stored_like``): what a second charting of
-    the same thing at another value records. A column that is empty or zero stays as it is."""
+    the same thing at another value records. A column that is empty or zero stays as it is, and so does
+    a follower out of step with its partner; a follower changed alone is another bag or order, not
+    another amount given, and moves nothing."""
     group = PROPORTIONAL.get(table_name)
     changed = [c for c in group.columns if c in changes] if group else []
-    if len(changed) != 1:
+    partner = dict(group.follows) if group else {}
+    if len(changed) != 1 or changed[0] in partner:
         return changes
     old, new = as_number(row.get(changed[0])), as_number(changes[changed[0]])
     if not old or new is None:
@@ -138,16 +146,22 @@ def recharted(table_name: str, row: dict, changes: dict[str, str | None]) -> dic
     out = dict(changes)
     for column in group.columns:
         value = as_number(row.get(column))
-        if column != changed[0] and value:
-            out[column] = stored_like(value * new / old, value, single=column in group.single)
-    # Columns equal in the row (the amount ordered is the amount given) stay equal: a float32 one is the
-    # other one stored in a float32, not a rounding of its own that differs in the sixth digit.
-    for single in group.single:
-        for other in group.columns:
-            a, b = as_number(row.get(single)), as_number(row.get(other))
-            if other not in group.single and a and b and abs(a - b) <= 1e-6 * abs(b) and out.get(other):
-                out[single] = repr(to_single(float(out[other])))
+        if column == changed[0] or not value or (column in partner and not _in_step(value, row.get(partner[column]))):
+            continue
+        out[column] = stored_like(value * new / old, value, single=column in group.single)
+    # A follower equal to its partner stays equal: the partner's new value, stored as the follower is, not
+    # a rounding of its own that differs in the sixth digit.
+    for column, other in group.follows:
+        if column in out and column not in changes and as_number(row.get(other)) and out.get(other) is not None \
+                and _in_step(as_number(row.get(column)), row.get(other)):
+            out[column] = repr(to_single(float(out[other]))) if column in group.single else out[other]
     return out
+
+
+def _in_step(value: float, partner) -> bool:
+    """Whether a follower is in step with its partner: equal to it, or the partner is empty."""
+    partner = as_number(partner)
+    return not partner or abs(value - partner) <= 1e-6 * abs(partner)
 
 
 def graded_with(table_name: str, column: str) -> tuple[str, ...]:
@@ -181,7 +195,11 @@ def _check() -> None:
     declared = [(t, (d.column, d.start, d.end)) for t, ds in DURATIONS.items() for d in ds]
     declared += [(t, (f.flag, f.value, f.lower, f.upper)) for t, fs in RANGE_FLAGS.items() for f in fs]
     declared += [(t, (c.code, c.text, *c.within)) for t, cs in CODED_TEXTS.items() for c in cs]
-    declared += [(t, p.columns + p.single) for t, p in PROPORTIONAL.items()]
+    declared += [(t, p.columns + p.single + tuple(c for f in p.follows for c in f)) for t, p in PROPORTIONAL.items()]
+    for t, p in PROPORTIONAL.items():
+        stray = sorted((set(p.single) | {c for f in p.follows for c in f}) - set(p.columns))
+        if stray:
+            raise ValueError(f"row_consistency: {t!r} declares {stray} beside, not among, its proportional columns")
     declared += [(t, pair) for t, pairs in GRADED_TOGETHER.items() for pair in pairs]
     for table_name, columns in declared:
         unknown = sorted(set(columns) - set(TABLES_BY_NAME[table_name].column_names))

@@ -12,7 +12,7 @@ from functools import cached_property
 
 from pipeline.noise.charted_labs import CHARTED_AS, CHARTED_FROM
 from pipeline.noise.charted_lines import DATES_INSERTION_OF, INSERTION_DATED_AS
-from pipeline.schema import TABLES_BY_NAME, table
+from pipeline.schema import ROW_ID, TABLES_BY_NAME, table
 from pipeline.vocabulary import SlotKind
 
 
@@ -191,7 +191,7 @@ def copied_keys(table_name: str, rows: list[dict], present: Collection[str],
         rows_of: dict[tuple, set[int]] = {}
         for r in rows:
             for key in copy.keys(r):
-                rows_of.setdefault(key, set()).add(r["row_id"])
+                rows_of.setdefault(key, set()).add(r[ROW_ID])
         if rows_of:
             columns = ", ".join(f'unnest(?) AS "{c}"' for c in copy.theirs)
             using = ", ".join(f'"{c}"' for c in copy.theirs)

@@ -53,8 +53,8 @@ def stored_like(value: float, original: float, *, single: bool = False) -> str:
       2.19 beside 3.13, 0.0225 beside 0.05): a rate in step with an amount is as precise as it was.
     """
     if single or (carries_noise(original) and is_single(original)):
-        # Not rounded to the original's digits first: an original amount equal to the amount given stays so.
-        return repr(to_single(value))
+        # Charted first: a float32 of 60 gives one of 42, not 41.999996185302734.
+        return repr(to_single(charted_in_other_unit(value, clinical_value(original))))
     if carries_noise(original):
         return repr(float(value))
     return format_value(charted_in_other_unit(value, original))

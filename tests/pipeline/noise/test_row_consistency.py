@@ -9,7 +9,7 @@ from datetime import datetime
 import duckdb
 import pytest
 
-from pipeline.noise.row_consistency import CODED_TEXTS, coded_pair, with_derived
+from pipeline.noise.row_consistency import CODED_TEXTS, coded_pair, recharted, with_derived
 from pipeline.patching import patched
 from pipeline.vocabulary import NoiseLevel
 
@@ -30,6 +30,22 @@ def test_a_changed_lab_value_takes_the_flag_its_reference_range_gives():
     assert with_derived("labevents", lab, {"valuenum": "140"})["flag"] is None
     assert "flag" not in with_derived("labevents", {"ref_range_lower": None, "ref_range_upper": None},
                                       {"valuenum": "177"})
+
+
+def test_another_amount_given_moves_its_rate_and_what_equals_them_and_leaves_the_bag_as_ordered():
+    # A potassium additive: no rate charted, its original rate the amount's own over the hour.
+    additive = {"amount": 20.000000596046448, "rate": None, "originalamount": 20.0,
+                "originalrate": 0.3333333432674408}
+    out = recharted("inputevents", additive, {"amount": repr(additive["amount"] * 1.3)})
+    assert float(out["originalamount"]) == pytest.approx(float(out["amount"]), rel=1e-7)
+    assert float(out["originalrate"]) == pytest.approx(0.4333333, rel=1e-6) and "rate" not in out
+    # Part of a 50 mL bag at 50 mL/hour: the rate moves, the bag stays as ordered.
+    infusion = {"amount": 23.96, "rate": 50.0, "originalamount": 50.0, "originalrate": 50.0}
+    out = recharted("inputevents", infusion, {"amount": "31.15"})
+    assert float(out["rate"]) == pytest.approx(50.0 * 31.15 / 23.96, rel=5e-3)
+    assert "originalamount" not in out and out["originalrate"] == repr(float(out["rate"]))
+    # The bag changed alone is another bag, not another amount given.
+    assert recharted("inputevents", infusion, {"originalamount": "100"}) == {"originalamount": "100"}
 
 
 def test_codes_and_descriptions_are_declared_as_pairs():

@@ -38,3 +38,8 @@ def test_a_float32_stays_a_float32_and_a_charted_value_keeps_its_decimals():
 def test_a_small_rate_in_step_keeps_its_significant_digits_not_its_decimals():
     assert stored_like(0.0225, 0.05) == "0.0225"
     assert abs(float(stored_like(0.0225, to_single(0.05), single=True)) - 0.0225) < 1e-9
+
+
+def test_a_short_float32_gives_a_short_float32_not_the_ratios_noise():
+    assert stored_like(41.999996185302734, 60.0, single=True) == "42.0"
+    assert float(stored_like(0.6500000357627869, 0.5, single=True)) == to_single(0.65)
