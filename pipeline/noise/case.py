@@ -18,7 +18,7 @@ import duckdb
 
 from pipeline.answers import DEFAULT_DECIMALS
 from pipeline.schema import ROW_ID, table
-from pipeline.noise.row_roles import copied_keys, copies_of
+from pipeline.noise.row_roles import copied_keys
 from pipeline.task_model import Patch, Task
 from pipeline.vocabulary import AnswerType, Intent, Level, SlotKind, Split
 
@@ -212,15 +212,11 @@ class SourceLookup:
         """Whether the source records any of ``rows`` a second time, in another table
         (``row_roles.RowRoles.recorded_also_in``: an ICU stay in ``transfers``, a prescription in ``pharmacy``)
         that records column ``about`` of them (None: their events themselves, as any copy shows them)."""
-        for sql, params in copies_of(table_name, rows, self._tables, about):
-            (n,), = self._cached(("copies", sql, tuple(map(tuple, params))), sql, params)
-            if n:
-                return True
-        return False
+        return bool(self.rows_recorded_also(table_name, rows, about))
 
     def rows_recorded_also(self, table_name: str, rows: list[dict], about: str | None = None) -> frozenset[int]:
-        """The ``row_id``s of those of ``rows`` that ``recorded_also`` finds a copy of, asked row by row:
-        one query per copying table for all of them."""
+        """The ``row_id``s of those of ``rows`` the source records a second time (``recorded_also``): one
+        query per copying table for all of them."""
         found: set[int] = set()
         for sql, params, rows_of in copied_keys(table_name, rows, self._tables, about):
             for key in self._cached(("copied keys", sql, tuple(map(tuple, params))), sql, params):

@@ -166,17 +166,8 @@ def copies_of(table_name: str, rows: list[dict], present: Collection[str],
 
     The tables are named unqualified, so that a query run under a patch reads them as it leaves them.
     """
-    out = []
-    for copy in roles(table_name).recorded_also_in:
-        if copy.table not in present or not copy.records(about):
-            continue
-        keys = sorted({key for r in rows for key in copy.keys(r)})
-        if keys:
-            columns = ", ".join(f'unnest(?) AS "{c}"' for c in copy.theirs)
-            using = ", ".join(f'"{c}"' for c in copy.theirs)
-            out.append((f'SELECT count(*) FROM "{copy.table}" SEMI JOIN (SELECT {columns}) AS k USING ({using})',
-                        [list(k) for k in zip(*keys)]))
-    return out
+    return [(f"SELECT count(*) {source}", params)
+            for _, source, params, _ in _copy_lookups(table_name, rows, present, about)]
 
 
 def copied_keys(table_name: str, rows: list[dict], present: Collection[str],
@@ -184,20 +175,26 @@ def copied_keys(table_name: str, rows: list[dict], present: Collection[str],
     """What ``copies_of`` asks, asked once for many rows: per table recording them a second time, the
     query that returns the shared columns' values that have a copy (SQL, its parameters), and which of
     ``rows`` (by ``row_id``) each value stands for."""
-    out = []
+    return [(f"SELECT DISTINCT {using} {source}", params, rows_of)
+            for using, source, params, rows_of in _copy_lookups(table_name, rows, present, about)]
+
+
+def _copy_lookups(table_name: str, rows: list[dict], present: Collection[str], about: str | None):
+    """Per copying table of ``copies_of``: (its shared columns as a USING list, the FROM clause that
+    keeps its rows sharing a key with ``rows``, the keys as parameters, the ``row_id``s of the rows each
+    key stands for)."""
     for copy in roles(table_name).recorded_also_in:
         if copy.table not in present or not copy.records(about):
             continue
         rows_of: dict[tuple, set[int]] = {}
         for r in rows:
             for key in copy.keys(r):
-                rows_of.setdefault(key, set()).add(r[ROW_ID])
+                rows_of.setdefault(key, set()).add(r.get(ROW_ID))
         if rows_of:
             columns = ", ".join(f'unnest(?) AS "{c}"' for c in copy.theirs)
             using = ", ".join(f'"{c}"' for c in copy.theirs)
-            sql = f'SELECT DISTINCT {using} FROM "{copy.table}" SEMI JOIN (SELECT {columns}) AS k USING ({using})'
-            out.append((sql, [list(k) for k in zip(*sorted(rows_of))], rows_of))
-    return out
+            yield (using, f'FROM "{copy.table}" SEMI JOIN (SELECT {columns}) AS k USING ({using})',
+                   [list(k) for k in zip(*sorted(rows_of))], rows_of)
 
 
 def conflict_key(table_name: str) -> tuple[str, ...]:

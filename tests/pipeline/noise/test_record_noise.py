@@ -9,6 +9,7 @@ clinical reasoning, or an orphaned row dated after death."""
 
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from random import Random
 
@@ -21,6 +22,14 @@ from pipeline.noise.record_noise import ConflictingDuplicate, MissingEvidence, O
 from pipeline.noise.row_consistency import PROPORTIONAL
 from pipeline.noise.stored_digits import carries_noise, is_single, to_single
 from pipeline.templates import REGISTRY
+
+
+@contextmanager
+def _source(built) -> Iterator[tuple]:
+    """(a connection to the built source, its lookup, the clean tasks) of the ``built`` fixture."""
+    db, clean, _ = built
+    with duckdb.connect(str(db), read_only=True) as con:
+        yield con, SourceLookup(con), clean
 
 
 def _cases(con, clean, tables: set[str] | None = None) -> Iterator[CleanCase]:
@@ -50,12 +59,10 @@ def _short_single(value: float) -> bool:
 
 
 def test_a_second_charting_of_an_infusion_keeps_its_rate_and_original_amount_in_step(built):
-    db, clean, _ = built
     group = PROPORTIONAL["inputevents"]
     partner = dict(group.follows)
     checked = Counter()
-    with duckdb.connect(str(db), read_only=True) as con:
-        lookup = SourceLookup(con)
+    with _source(built) as (con, lookup, clean):
         for case in _cases(con, clean, {"inputevents"}):
             for draft in ConflictingDuplicate().drafts(case, lookup, Random(0)):
                 pair = _added_beside_original(case, draft, "inputevents")
@@ -94,10 +101,8 @@ def test_a_second_charting_of_an_infusion_keeps_its_rate_and_original_amount_in_
 
 
 def test_a_duplicated_apr_drg_grade_is_one_the_source_gives_beside_the_other_grade(built):
-    db, clean, _ = built
     checked = 0
-    with duckdb.connect(str(db), read_only=True) as con:
-        lookup = SourceLookup(con)
+    with _source(built) as (con, lookup, clean):
         graded = set(con.execute("SELECT DISTINCT drg_type, drg_severity, drg_mortality FROM drgcodes").fetchall())
         for case in _cases(con, clean, {"drgcodes"}):
             for draft in ConflictingDuplicate().drafts(case, lookup, Random(0)):
@@ -112,10 +117,8 @@ def test_a_duplicated_apr_drg_grade_is_one_the_source_gives_beside_the_other_gra
 
 
 def test_an_orphaned_rows_moved_times_land_while_the_patient_lives_and_outside_their_admissions(built):
-    db, clean, _ = built
     checked = 0
-    with duckdb.connect(str(db), read_only=True) as con:
-        lookup = SourceLookup(con)
+    with _source(built) as (con, lookup, clean):
         deaths = dict(con.execute("SELECT subject_id, dod FROM patients WHERE dod IS NOT NULL").fetchall())
         spans: dict[int, list[tuple]] = {}
         for subject, start, end in con.execute("SELECT subject_id, admittime, dischtime FROM admissions").fetchall():
@@ -152,10 +155,8 @@ def _given_by_siblings(con, table_name: str, row: dict, hidden: set[int]) -> boo
 def test_no_record_twin_duplicates_hides_or_empties_a_result_its_siblings_give(built):
     """Reviewer: a duplicated RBC of 2.67 beside 3.47, where Hgb / MCH gives 2.67; a BMI of 25.8 beside
     33.4, where the day's weight and height give 33.45."""
-    db, clean, _ = built
     checked = {"duplicate": 0, "hidden or emptied": 0, "skipped": 0}
-    with duckdb.connect(str(db), read_only=True) as con:
-        lookup = SourceLookup(con)
+    with _source(built) as (con, lookup, clean):
         for case in _cases(con, clean, set(DERIVATIONS)):
             for injector in (ConflictingDuplicate(), MissingEvidence()):
                 for draft in injector.drafts(case, lookup, Random(0)):
