@@ -260,7 +260,9 @@ def build_pairs(db: duckdb.DuckDBPyConnection | str | Path, clean_tasks: Sequenc
         b.reader.expect(patients)
         b.lookup.expected_subjects = patients
         b.prover.names.expect(patients)
-        b.reader.expect_rows(_rows_by_table(evidence.values()))
+        rows_by_table = _rows_by_table(evidence.values())
+        b.reader.expect_rows(rows_by_table)
+        b.lookup.expect_rows(rows_by_table)
         excluded = _unclean(b, cases) if config.check_labels else {}
         if excluded:
             cases = [c for c in cases if c.task.task_id not in excluded]

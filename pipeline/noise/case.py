@@ -155,6 +155,7 @@ class SourceLookup:
         self.memo: dict[tuple, Any] = {}  # derived values (sets of names, ...) other modules cache here
         # Patients the tasks at hand name: what is read per patient is read for all of them at once.
         self.expected_subjects: frozenset[int] = frozenset()
+        self._expected_rows: dict[str, list[dict]] = {}  # evidence rows of the tasks at hand (``expect_rows``)
         self._tables = {r[0] for r in con.execute(
             "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
             "AND schema_name = 'main'").fetchall()}
@@ -215,13 +216,39 @@ class SourceLookup:
         return bool(self.rows_recorded_also(table_name, rows, about))
 
     def rows_recorded_also(self, table_name: str, rows: list[dict], about: str | None = None) -> frozenset[int]:
-        """The ``row_id``s of those of ``rows`` the source records a second time (``recorded_also``): one
-        query per copying table for all of them."""
+        """The ``row_id``s of those of ``rows`` the source records a second time (``recorded_also``): read
+        with every expected row's (``expect_rows``) where their keys are among those, else one query per
+        copying table for all of ``rows``."""
         found: set[int] = set()
-        for sql, params, rows_of in copied_keys(table_name, rows, self._tables, about):
-            for key in self._cached(("copied keys", sql, tuple(map(tuple, params))), sql, params):
-                found |= rows_of.get(tuple(key), set())
+        for copy, sql, params, rows_of in copied_keys(table_name, rows, self._tables, about):
+            expected = self._copied_among_expected(table_name, copy)
+            if expected is not None and expected[0].issuperset(rows_of):
+                copied = expected[1].intersection(rows_of)
+            else:
+                copied = {tuple(k) for k in self._cached(("copied keys", sql, tuple(map(tuple, params))), sql, params)}
+            for key in copied:
+                found |= rows_of.get(key, set())
         return frozenset(found)
+
+    def expect_rows(self, rows_by_table: dict[str, list[dict]]) -> None:
+        """The evidence rows of the tasks at hand, as the source has them: which of their keys another
+        table records a second time is read for all of them together, a query per copying table on the
+        table's first lookup (``rows_recorded_also``), not a query per task."""
+        self._expected_rows = dict(rows_by_table)
+
+    def _copied_among_expected(self, table_name: str, copy) -> tuple[frozenset, frozenset] | None:
+        """(the keys of the expected rows of ``table_name`` that ``copy`` is looked up by, those of them
+        that have a copy), or None without expected rows."""
+        key = ("copied among expected", table_name, copy)
+        if key not in self.memo:
+            rows = self._expected_rows.get(table_name)
+            lookups = [lk for lk in copied_keys(table_name, rows, self._tables) if lk[0] == copy] if rows else []
+            if lookups:
+                _, sql, params, rows_of = lookups[0]
+                self.memo[key] = (frozenset(rows_of), frozenset(tuple(k) for k in self.con.execute(sql, params).fetchall()))
+            else:
+                self.memo[key] = None
+        return self.memo[key]
 
     # An item "every" encounter has: all but a few. At full scale a handful of the 70K ICU stays have
     # no heart rate at all; a stay left without one by a twin is still a record of a kind never seen.

@@ -167,20 +167,20 @@ def copies_of(table_name: str, rows: list[dict], present: Collection[str],
     The tables are named unqualified, so that a query run under a patch reads them as it leaves them.
     """
     return [(f"SELECT count(*) {source}", params)
-            for _, source, params, _ in _copy_lookups(table_name, rows, present, about)]
+            for _, _, source, params, _ in _copy_lookups(table_name, rows, present, about)]
 
 
 def copied_keys(table_name: str, rows: list[dict], present: Collection[str],
-                about: str | None = None) -> list[tuple[str, list[list], dict[tuple, set[int]]]]:
+                about: str | None = None) -> list[tuple[Copy, str, list[list], dict[tuple, set[int]]]]:
     """What ``copies_of`` asks, asked once for many rows: per table recording them a second time, the
-    query that returns the shared columns' values that have a copy (SQL, its parameters), and which of
-    ``rows`` (by ``row_id``) each value stands for."""
-    return [(f"SELECT DISTINCT {using} {source}", params, rows_of)
-            for using, source, params, rows_of in _copy_lookups(table_name, rows, present, about)]
+    copy, the query that returns the shared columns' values that have a copy (SQL, its parameters), and
+    which of ``rows`` (by ``row_id``) each value stands for."""
+    return [(copy, f"SELECT DISTINCT {using} {source}", params, rows_of)
+            for copy, using, source, params, rows_of in _copy_lookups(table_name, rows, present, about)]
 
 
 def _copy_lookups(table_name: str, rows: list[dict], present: Collection[str], about: str | None):
-    """Per copying table of ``copies_of``: (its shared columns as a USING list, the FROM clause that
+    """Per copying table of ``copies_of``: (the copy, its shared columns as a USING list, the FROM clause that
     keeps its rows sharing a key with ``rows``, the keys as parameters, the ``row_id``s of the rows each
     key stands for)."""
     for copy in roles(table_name).recorded_also_in:
@@ -193,7 +193,7 @@ def _copy_lookups(table_name: str, rows: list[dict], present: Collection[str], a
         if rows_of:
             columns = ", ".join(f'unnest(?) AS "{c}"' for c in copy.theirs)
             using = ", ".join(f'"{c}"' for c in copy.theirs)
-            yield (using, f'FROM "{copy.table}" SEMI JOIN (SELECT {columns}) AS k USING ({using})',
+            yield (copy, using, f'FROM "{copy.table}" SEMI JOIN (SELECT {columns}) AS k USING ({using})',
                    [list(k) for k in zip(*sorted(rows_of))], rows_of)
 
 
