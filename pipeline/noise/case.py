@@ -236,6 +236,10 @@ class SourceLookup:
         table's first lookup (``rows_recorded_also``), not a query per task."""
         self._expected_rows = dict(rows_by_table)
 
+    def expected_rows(self, table_name: str) -> list[dict]:
+        """The expected evidence rows of ``table_name`` (``expect_rows``; none before it is called)."""
+        return self._expected_rows.get(table_name, [])
+
     def _copied_among_expected(self, table_name: str, copy) -> tuple[frozenset, frozenset] | None:
         """(the keys of the expected rows of ``table_name`` that ``copy`` is looked up by, those of them
         that have a copy), or None without expected rows."""

@@ -16,6 +16,7 @@ general name several names refine, no existing id) before use.
 
 import bisect
 import hashlib
+import re
 from collections.abc import Callable
 from random import Random
 
@@ -127,6 +128,15 @@ def _specimen(rng: Random) -> str:
            f"{rng.choice(('WASH', 'SCRAPING', 'ASPIRATE', 'SWAB', 'BIOPSY', 'CLIPPING', 'BRUSHING', 'IMPRINT'))}"
 
 
+def _words(name: str) -> tuple[str, ...]:
+    return tuple(re.findall(r"[0-9a-z]+", re.sub(r"\([^()]*\)", " ", name.casefold())))
+
+
+def _holds(words: tuple[str, ...], run: tuple[str, ...]) -> bool:
+    """Whether ``run`` occurs in ``words`` as consecutive words."""
+    return any(words[i:i + len(run)] == run for i in range(len(words) - len(run) + 1))
+
+
 Generator = Callable[[Random], str]
 # Per slot kind, and for categories per column: how a made-up value of that kind is shaped.
 GENERATORS: dict[SlotKind, Generator] = {
@@ -171,8 +181,21 @@ class MadeUp:
             after = known[bisect.bisect_right(known, folded):bisect.bisect_right(known, folded) + 50]
             if any(k.startswith(folded) and not k[len(folded)].isalnum() for k in after if len(k) > len(folded)):
                 continue
+            if kind is SlotKind.CATEGORY and self._reads_as_known(candidate):
+                continue
             return candidate
         return None
+
+    def _reads_as_known(self, candidate: str) -> bool:
+        """Whether a made-up category's words hold a known category's, or are held in one's, as a run
+        (parentheses aside): "SCHEDULED ELECTIVE" reads as ELECTIVE, "SAME DAY ADMISSION" as SURGICAL
+        SAME DAY ADMISSION, "Vascular Intensive Care Unit (VICU)" as Cardiac Vascular Intensive Care
+        Unit (CVICU). A reviewer would answer with that category: the premise is not false."""
+        key = ("made_up_known_words", SlotKind.CATEGORY)
+        if key not in self.lookup.memo:
+            self.lookup.memo[key] = sorted({_words(k) for k in self._sorted_known(SlotKind.CATEGORY)} - {()})
+        mine = _words(candidate)
+        return any(_holds(mine, theirs) or _holds(theirs, mine) for theirs in self.lookup.memo[key])
 
     def _sorted_known(self, kind: SlotKind) -> list[str]:
         key = ("made_up_sorted_known", kind)

@@ -36,6 +36,12 @@ class NameSource:
     dictionary_where: str = ""  # the same domain over the dictionary table
     # What groups names into one fluid or category: an ambiguous general name's readings share it.
     group: str | None = None
+    # A name's family, over the dictionary table: its category, or its ICD version and three-character
+    # category. A name never recorded that a population question presumes is of the clean name's family
+    # ("Type 1 diabetes mellitus with hyperosmolarity" for "... with ketoacidosis"), not any dictionary
+    # entry: the tail of 110K ICD titles ("..., subsequent encounter") or an item of another kind (a point
+    # event in a question about how long a line stayed) gave the twin away.
+    family: str | None = None
 
     @property
     def events_table(self) -> str:
@@ -134,38 +140,43 @@ def refines_condition(name_expr: str, value: str) -> str:
             f"AND NOT regexp_matches(substr({_norm(name_expr)}, length({v}) + 1, 1), '[a-z0-9]')")
 
 
-def _src(kind, events, name, tables, dictionary=None, where="", dictionary_where="", group=None) -> NameSource:
-    return NameSource(kind, events, name, tables, dictionary, where, dictionary_where, group)
+def _src(kind, events, name, tables, dictionary=None, where="", dictionary_where="", group=None,
+         family=None) -> NameSource:
+    return NameSource(kind, events, name, tables, dictionary, where, dictionary_where, group, family)
+
+
+_ICD_FAMILY = "icd_version || ':' || left(icd_code, 3)"
 
 
 K = SlotKind
 NAME_SOURCES: tuple[NameSource, ...] = (
     # Laboratory questions ask for a "blood" test: other fluids' tests are not among their names.
     _src(K.LAB_ITEM, "labevents AS e JOIN d_labitems AS d ON d.itemid = e.itemid", "d.label",
-         ("labevents", "d_labitems"), ("d_labitems", "label"), "d.fluid = 'Blood'", "fluid = 'Blood'", "d.category"),
+         ("labevents", "d_labitems"), ("d_labitems", "label"), "d.fluid = 'Blood'", "fluid = 'Blood'", "d.category",
+         "category"),
     _src(K.CHART_ITEM, "chartevents AS e JOIN d_items AS d ON d.itemid = e.itemid", "d.label",
          ("chartevents", "d_items"), ("d_items", "label"), "d.linksto = 'chartevents'",
-         "linksto = 'chartevents'", "d.category"),
+         "linksto = 'chartevents'", "d.category", "category"),
     _src(K.CHART_ITEM, "outputevents AS e JOIN d_items AS d ON d.itemid = e.itemid", "d.label",
          ("outputevents", "d_items"), ("d_items", "label"), "d.linksto = 'outputevents'",
-         "linksto = 'outputevents'", "d.category"),
+         "linksto = 'outputevents'", "d.category", "category"),
     _src(K.DRUG, "prescriptions AS e", "e.drug", ("prescriptions",)),
     _src(K.DRUG, "emar AS e", "e.medication", ("emar",)),
     _src(K.DRUG, "pharmacy AS e", "e.medication", ("pharmacy",)),
     _src(K.DRUG, "inputevents AS e JOIN d_items AS d ON d.itemid = e.itemid", "d.label",
          ("inputevents", "d_items"), ("d_items", "label"), "d.linksto = 'inputevents'",
-         "linksto = 'inputevents'", "d.category"),
+         "linksto = 'inputevents'", "d.category", "category"),
     _src(K.DIAGNOSIS, "diagnoses_icd AS e JOIN d_icd_diagnoses AS d ON d.icd_code = e.icd_code "
          "AND d.icd_version = e.icd_version", "d.long_title", ("diagnoses_icd", "d_icd_diagnoses"),
-         ("d_icd_diagnoses", "long_title")),
+         ("d_icd_diagnoses", "long_title"), family=_ICD_FAMILY),
     _src(K.DIAGNOSIS, "diagnoses_icd AS e", "e.icd_code", ("diagnoses_icd",), ("d_icd_diagnoses", "icd_code")),
     _src(K.PROCEDURE, "procedures_icd AS e JOIN d_icd_procedures AS d ON d.icd_code = e.icd_code "
          "AND d.icd_version = e.icd_version", "d.long_title", ("procedures_icd", "d_icd_procedures"),
-         ("d_icd_procedures", "long_title")),
+         ("d_icd_procedures", "long_title"), family=_ICD_FAMILY),
     _src(K.PROCEDURE, "procedures_icd AS e", "e.icd_code", ("procedures_icd",), ("d_icd_procedures", "icd_code")),
     _src(K.PROCEDURE, "procedureevents AS e JOIN d_items AS d ON d.itemid = e.itemid", "d.label",
          ("procedureevents", "d_items"), ("d_items", "label"), "d.linksto = 'procedureevents'",
-         "linksto = 'procedureevents'", "d.category"),
+         "linksto = 'procedureevents'", "d.category", "category"),
     _src(K.PROCEDURE, "hcpcsevents AS e", "e.short_description", ("hcpcsevents",)),
     _src(K.ORGANISM, "microbiologyevents AS e", "e.org_name", ("microbiologyevents",)),
     _src(K.ORGANISM, "microbiologyevents AS e", "e.test_name", ("microbiologyevents",)),
@@ -219,6 +230,24 @@ def dictionary_names(lookup: SourceLookup, source: NameSource) -> frozenset[str]
         where = f" WHERE {source.dictionary_where}" if source.dictionary_where else ""
         rows = lookup.con.execute(f'SELECT DISTINCT "{column}" FROM main."{table}"{where}').fetchall()
         lookup.memo[key] = frozenset(r[0] for r in rows if r[0] is not None)
+    return lookup.memo[key]
+
+
+def families(lookup: SourceLookup, source: NameSource) -> dict[str, frozenset[str]]:
+    """Each name the source's dictionary lists within its domain -> its families (``NameSource.family``;
+    empty without one), read once."""
+    if source.dictionary is None or source.family is None:
+        return {}
+    table, column = source.dictionary
+    key = ("families", table, column, source.dictionary_where, source.family)
+    if key not in lookup.memo:
+        where = f" WHERE {source.dictionary_where}" if source.dictionary_where else ""
+        found: dict[str, set[str]] = {}
+        for name, family in lookup.con.execute(
+                f'SELECT DISTINCT "{column}", {source.family} FROM main."{table}"{where}').fetchall():
+            if name is not None and family is not None:
+                found.setdefault(name, set()).add(family)
+        lookup.memo[key] = {name: frozenset(f) for name, f in found.items()}
     return lookup.memo[key]
 
 

@@ -28,12 +28,13 @@ from pipeline.noise.case import CleanCase, SourceLookup
 from pipeline.noise.edits import pick
 from pipeline.noise.made_up import MadeUp
 from pipeline.noise.name_counts import NameCount, RefinementCount
-from pipeline.noise.names import NAME_SOURCES, NAMED_KINDS, NameSource, dictionary_names, present, \
+from pipeline.noise.names import NAME_SOURCES, NAMED_KINDS, NameSource, dictionary_names, families, present, \
     recorded_names, refines, source_of
 from pipeline.noise.proof import literal
 from pipeline.noise.registry import AnswerUnder, Applicability, Draft, DropReason, Effect, Injector, PremiseFact, \
     register
 from pipeline.noise.row_roles import ENTITY_OF_SLOT, roles
+from pipeline.noise.same_measurement import measured_alike
 from pipeline.schema import TABLES_BY_NAME
 from pipeline.task_model import NamedValue, Outcome
 from pipeline.templates.references import REFERENCE_PHRASES, SIBLINGS, render_vaguely, unstated
@@ -77,6 +78,8 @@ class NonexistentEntity(Injector):
                         premise=(PremiseFact(f"{entity} rows with {column} = {fake}",
                                              f'SELECT count(*) FROM "{entity}" WHERE "{column}" = {fake}', "==", 0),))
         for name in case.slots_of(*NAMED_KINDS):
+            if name in case.template.names_within:
+                continue  # a made-up name among the eleven vital signs a template asks about is a tell
             kind = case.slot_kinds[name]
             source = source_of(lookup, kind, case.slots[name])
             fake = made_up.name(source, case.split, rng) if source is not None else None
@@ -97,23 +100,45 @@ class FalsePremise(Injector):
         note="needs a named item (drug, lab, diagnosis, ...); a count or yes/no question about an absent item "
              "is answered truthfully (0, no), so it presumes nothing")
 
+    # The names each template's clean tasks ask about, per slot: a patient's false premise is one of
+    # them. Drawn from every name recorded for anyone, it gave the twins away by their names alone:
+    # vital-sign questions ask about eleven vitals, and every other chart item (an alarm limit, an
+    # APACHE score) was a false premise; a duration question about a point event ("how long did the
+    # Rectal Swab last") was one too.
+    _CLEAN_NAMES = "false premise: the names clean tasks ask about"
+
+    def prepare(self, cases, lookup: SourceLookup) -> None:
+        names: dict[tuple[str, str], set[str]] = {}
+        for c in cases:
+            for slot in c.slots_of(*NAMED_KINDS):
+                names.setdefault((c.task.template_id, slot), set()).add(c.slots[slot])
+        lookup.memo[self._CLEAN_NAMES] = {key: sorted(v) for key, v in names.items()}
+
     def drafts(self, case: CleanCase, lookup: SourceLookup, rng: Random) -> Iterator[Draft]:
         subject = case.task.subject_id if case.task.level is Level.PATIENT else None
+        clean_names = lookup.memo.get(self._CLEAN_NAMES)  # None: not prepared (a single case's drafts)
         for name in case.slots_of(*NAMED_KINDS):
             source = source_of(lookup, case.slot_kinds[name], case.slots[name])
             if source is None:
                 continue
             kind = case.slot_kinds[name]
+            sources = [s for s in NAME_SOURCES if s.kind is kind and present(lookup, s)]
             if subject is not None:
-                # A name other patients have, this patient never (under any source of the kind).
-                pool = _sorted(lookup, source, "recorded")
-                mine = {n.strip().casefold() for s in NAME_SOURCES if s.kind is kind and present(lookup, s)
-                        for n in recorded_names(lookup, s, subject)}
+                # A name the template asks other patients about, this patient never has (under any
+                # source of the kind, nor under another label of the same measurement).
+                pool = _asked_and_recorded(lookup, source, clean_names, (case.task.template_id, name))
+                mine = measured_alike({n.strip().casefold() for s in sources
+                                       for n in recorded_names(lookup, s, subject)})
                 scope = f"events of patient {subject}"
             else:
-                pool = _sorted(lookup, source, "dictionary_only")
-                mine = set()
+                # A dictionary name of the clean name's family never recorded for anyone, nor its
+                # measurement under another label.
+                pool = _of_family(lookup, source, case.slots[name])
+                mine = measured_alike(_recorded_folded(lookup, kind)) - _recorded_folded(lookup, kind)
                 scope = "events of any patient"
+            within = case.template.names_within.get(name)
+            if within is not None:
+                pool = [n for n in pool if n in within]
             unit = case.task.unit if getattr(case.template, "unit_sql", None) else None
             numeric = case.task.answer_type is AnswerType.NUMBER
             others = [n for n in pick(pool, 4 * NAMES_TRIED + len(mine), rng) if n.strip().casefold() not in mine
@@ -121,7 +146,7 @@ class FalsePremise(Injector):
             for other in others[:NAMES_TRIED]:
                 facts = tuple(_named(f"{scope} named {other!r} ({s.events_table})",
                                      NameCount(s, other, subject, recorded=True), "==", 0)
-                              for s in NAME_SOURCES if s.kind is kind and present(lookup, s))
+                              for s in sources)
                 facts += (_named(f"names {other!r} known to the database", NameCount(source, other), ">=", 1),)
                 yield Draft(_params(slot=name, original=case.slots[name], presumed=other, scope=scope),
                             self.status, slots=_with(case, name, other), premise=facts)
@@ -196,6 +221,57 @@ def _sorted(lookup: SourceLookup, source: NameSource, which: str) -> list[str]:
                         for n in recorded_names(lookup, s)}
             names = {n for n in dictionary_names(lookup, source) if n.strip().casefold() not in recorded}
         lookup.memo[key] = sorted(names)
+    return lookup.memo[key]
+
+
+def _asked_and_recorded(lookup: SourceLookup, source: NameSource, clean_names: dict | None, slot: tuple) -> list[str]:
+    """The names the template's clean tasks ask about in the slot that ``source`` records (every name it
+    records when the clean tasks are not known), sorted (cached)."""
+    recorded = _sorted(lookup, source, "recorded")
+    if clean_names is None or slot not in clean_names:
+        return recorded
+    key = ("asked and recorded", source, slot)
+    if key not in lookup.memo:
+        lookup.memo[key] = sorted(set(clean_names[slot]) & set(recorded))
+    return lookup.memo[key]
+
+
+def _of_family(lookup: SourceLookup, source: NameSource, clean: str) -> list[str]:
+    """The dictionary names ``source`` never records of ``clean``'s family (``NameSource.family``) coded
+    for the same encounter, sorted (cached); every such name without families."""
+    pool = _sorted(lookup, source, "dictionary_only")
+    family = families(lookup, source)
+    if not family:
+        return pool
+    by_family_key = ("by family", source)
+    if by_family_key not in lookup.memo:
+        by_family: dict[str, list[str]] = {}
+        for n in pool:  # sorted, and so is each family's list
+            for f in family.get(n, ()):
+                by_family.setdefault(f, []).append(n)
+        lookup.memo[by_family_key] = by_family
+    key = ("of family", source, clean)
+    if key not in lookup.memo:
+        by_family = lookup.memo[by_family_key]
+        kin = {n for f in family.get(clean, ()) for n in by_family.get(f, ())}
+        lookup.memo[key] = sorted(n for n in kin if _encounter(n) == _encounter(clean))
+    return lookup.memo[key]
+
+
+def _encounter(title: str) -> str | None:
+    """The encounter an ICD-10 injury title is coded for ("initial encounter", "subsequent encounter",
+    "sequela"), if it names one: a cohort's titles are mostly initial encounters, and a presumed one
+    coded for another encounter stood out."""
+    m = re.search(r"\b(initial encounter|subsequent encounter|sequela)\b", title.casefold())
+    return m.group(1) if m else None
+
+
+def _recorded_folded(lookup: SourceLookup, kind: SlotKind) -> frozenset[str]:
+    """Every name any source of ``kind`` records for anyone, case-folded (cached)."""
+    key = ("recorded folded", kind)
+    if key not in lookup.memo:
+        lookup.memo[key] = frozenset(n.strip().casefold() for s in NAME_SOURCES if s.kind is kind and present(lookup, s)
+                                     for n in recorded_names(lookup, s))
     return lookup.memo[key]
 
 
@@ -289,8 +365,10 @@ def general_names(name: str) -> list[str]:
     - in a title-cased label, before the lowercase qualifier it ends with: "Non Invasive Blood Pressure
       systolic" -> "Non Invasive Blood Pressure".
 
-    Never an adjective alone ("Acute respiratory", "GRAM POSITIVE") and never a phrase left open
-    ("Personal history of").
+    Never an adjective alone ("Acute respiratory", "GRAM POSITIVE") and never a phrase left open:
+    one ending on a word that opens a phrase ("Personal history of") or on a noun that needs one
+    ("Personal history", "Long term (current) use", "Accidents occurring"), one that starts with
+    "Other" ("Other specified disorders") or joins alternatives ("Insertion or replacement").
     """
     out = []
     for m in re.finditer(r",|\s+-\s+|\s+/\s+|:|\s*\(", name):
@@ -307,9 +385,13 @@ def general_names(name: str) -> list[str]:
         elif k >= 2 and following.islower() and following.isalpha() and following.casefold() not in _OPEN_WORDS \
                 and all(w[:1].isupper() for w in words[:k]):
             out.append(head)
-    return sorted(dict.fromkeys(g.rstrip(",:;-/( ") for g in out
-                                if g and g != name and g.split()[-1].casefold() not in _OPEN_WORDS),
+    return sorted(dict.fromkeys(g for g in (g.rstrip(",:;-/( ") for g in out) if g and g != name and not _left_open(g)),
                   key=len, reverse=True)
+
+
+def _left_open(phrase: str) -> bool:
+    words = phrase.casefold().split()
+    return words[-1] in _OPEN_WORDS or words[-1] in _OPEN_HEADS or words[0] == "other" or "or" in words
 
 
 # Words that open a qualifying phrase after a noun phrase.
@@ -317,6 +399,9 @@ _QUALIFYING = frozenset({"with", "without", "due", "following", "of", "in", "on"
                          "from", "not", "involving", "affecting", "associated", "causing"})
 _OPEN_WORDS = frozenset({"of", "with", "without", "and", "or", "for", "in", "on", "to", "the", "a", "an", "by",
                          "due", "at", "from", "other", "not", "than", "as", "into", "per", "via", "&"})
+# Nouns an ICD title goes on from ("Personal history of ...", "Long term (current) use of ..."): a title cut
+# back to one of them names no condition.
+_OPEN_HEADS = frozenset({"history", "use", "effect", "effects", "occurring", "disorders", "reaction", "operation"})
 
 
 @register
@@ -394,7 +479,8 @@ class AmbiguousReference(Injector):
                 if general.strip().casefold() in known:
                     continue  # an exact name is not ambiguous
                 readings = sorted(n for n, g in recorded.items() if g == group and refines(general, n))
-                if clean not in readings or len(readings) < 2 or _one_concept(lookup, kind, readings):
+                if clean not in readings or len(readings) < 2 or _one_concept(lookup, kind, readings) \
+                        or _plain_reading(general, readings) is not None:
                     continue
                 # The clean name first: the answer it gives must be one of the distinct ones.
                 chosen = [clean] + [r for r in readings if r != clean][:MAX_REFERENTS - 1]
@@ -436,6 +522,22 @@ def _one_concept(lookup: SourceLookup, kind: SlotKind, readings: list[str]) -> b
     # Words, not punctuation: "... anastomosis, bypass or graft" and "... anastomosis, bypass, or graft".
     heads = {" ".join(re.sub(r"[^\w\s]", " ", r.casefold()).split()[:5]) for r in readings}
     return len(heads) == 1 and all(len(v) == 1 for v in versions) and versions[0] != versions[1]
+
+
+def _plain_reading(general: str, readings: list[str]) -> str | None:
+    """The one reading the general name says by itself, if there is one: the name with only a
+    trailing parenthesis added, where no other reading is ("Creatine Kinase (CK)" beside "Creatine
+    Kinase, MB Isoenzyme"; "Thyroxine (T4)" beside "Thyroxine (T4), Free"), or the total the name means
+    by convention ("Bilirubin, Total", "Cholesterol, Total"). A reviewer reads the general name as that
+    reading and answers it: the name is not ambiguous. (Two readings with a parenthesis each, "KCl
+    (Bolus)" and "KCl (CRRT)", leave it ambiguous.)"""
+    plain = _written_alike(general)
+    bare = [r for r in readings if _written_alike(re.sub(r"\s*\([^()]*\)\s*$", "", r)) == plain]
+    if len(bare) == 1:
+        return bare[0]
+    total = [r for r in readings
+             if _written_alike(re.sub(r"^\s*total\s+|(,\s*|\s+\(\s*|\s+)total\s*\)?\s*$", "", r, flags=re.I)) == plain]
+    return total[0] if len(total) == 1 else None
 
 
 def _known_in_domain(lookup: SourceLookup, kind: SlotKind) -> frozenset[str]:

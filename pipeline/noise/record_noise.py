@@ -46,6 +46,7 @@ from pipeline.noise.case import CleanCase, SourceLookup, measure_of, sql_text
 from pipeline.noise.derived_results import recomputable
 from pipeline.noise.edits import as_number, copy_row, entity_tables, fact_tables, is_numeric, mirror_text, pick, \
     row_ref
+from pipeline.noise.given_in_emar import given_in_emar
 from pipeline.noise.made_up import MadeUp
 from pipeline.noise.physiology import charted_like, format_value, measured_item
 from pipeline.noise.proof import literal
@@ -140,7 +141,7 @@ class MissingEvidence(Injector):
                 continue
             rows = case.evidence_rows(name)
             copied = any(lookup.recorded_also(name, rows, about=column) for column in columns) \
-                or recomputable(lookup, name, rows, hidden=_row_ids(rows))
+                or recomputable(lookup, name, rows, hidden=_row_ids(rows)) or given_in_emar(lookup, name, rows)
             if not _left_unresulted_in_source(lookup, name, rows) or copied:
                 continue  # a pattern the source never shows for the item, or a copy or siblings that still give it
             changes = tuple(ValueChange(name, int(r[ROW_ID]), col, value)
@@ -151,6 +152,7 @@ class MissingEvidence(Injector):
         # sibling results it is computed from.
         tables = [t for t in tables if not roles(t).always_recorded
                   and not lookup.recorded_also(t, case.evidence_rows(t))
+                  and not given_in_emar(lookup, t, case.evidence_rows(t))
                   and not recomputable(lookup, t, case.evidence_rows(t), hidden=_row_ids(case.evidence_rows(t)))
                   and not _empties_an_encounter(lookup, t, case.evidence_rows(t))]
         if not tables:
@@ -258,12 +260,17 @@ class ConflictingDuplicate(Injector):
         for name in sorted(case.evidence):
             if table(name).dictionary:
                 continue
+            if not set(roles(name).item) <= read_cols:
+                # What makes two rows one fact is a column the question never reads (a code list's
+                # position, ``seq_num``): to it, a second code at the same position is a second code.
+                continue
             columns = sorted(_conflict_columns(case, name), key=rank)
             # A row the source records a second time is not duplicated: its copy (an ICU stay's transfer,
             # a prescription's pharmacy order) would settle which of the two rows is right, as would the
             # sibling results a CBC index or a BMI is computed from (``derived_results``).
             rows = pick(case.evidence_rows(name), 4, rng)
-            copied = {col: lookup.rows_recorded_also(name, rows, about=col) for col in columns[:3]}
+            given = given_in_emar(lookup, name, rows)
+            copied = {col: lookup.rows_recorded_also(name, rows, about=col) | given for col in columns[:3]}
             candidates += [(name, row, col) for row in rows for col in columns[:3]
                            if row.get(col) is not None and row[ROW_ID] not in copied[col]
                            and not recomputable(lookup, name, [row], about=col)]

@@ -96,7 +96,9 @@ def _end_typed_wrong(end: datetime | date, start: datetime | date) -> list[datet
     if end.day <= 12 and end.day != end.month:
         out.append(end.replace(month=end.day, day=end.month))
     year = str(end.year)
-    for i in range(len(year) - 1):
+    # The last two digits only: "2145" keyed "2154" or "2154" keyed "2145"; a slip in the first two
+    # ("1245") makes a year no date field accepts.
+    for i in range(len(year) - 2, len(year) - 1):
         if year[i] != year[i + 1]:
             try:
                 out.append(end.replace(year=int(year[:i] + year[i + 1] + year[i] + year[i + 2:])))

@@ -40,6 +40,7 @@ from random import Random
 
 from pipeline.noise.anomalies import UNIT_OF
 from pipeline.noise.case import CleanCase, SourceLookup, measure_of, sql_text
+from pipeline.noise.derived_results import recomputable
 from pipeline.noise.edits import as_number, pick, set_value
 from pipeline.noise.physiology import (ENDS_AFTER, Conversion, charted_in_other_unit, conversion_family, conversions_for,
                                        format_value, measured_item, recorded_digits, written_back)
@@ -126,6 +127,10 @@ class ImplausibleValue(Injector):
     def drafts(self, case: CleanCase, lookup: SourceLookup, rng: Random) -> Iterator[Draft]:
         usage = _Usage(lookup, self.noise_type.value)
         for table_name, value_col, _unit_col, row, value in _measured_rows(case, rng):
+            if recomputable(lookup, table_name, [row], about=value_col, exact_only=True):
+                # Its siblings give the value (a BMI of 999 beside the day's weight and height): the
+                # answer with it set aside, or none, is not what a reader who recomputes it answers.
+                continue
             item = _item_of(table_name, row)
             item_key = (table_name, str(item) if item is not None else value_col)
             found = 0

@@ -250,9 +250,14 @@ what the database says, computed by SQL, not clinical judgements.
 - MIMIC-IV records some events in two tables. A twin never removes, empties or duplicates a row
   whose second copy it knows of (an ICU stay or admission in `transfers`, a prescription's order in
   `pharmacy` and `emar`, an eMAR entry in `emar_detail`, a lab result the ICU charts under a "Labs"
-  item of `chartevents`), nor a result the record recomputes from its siblings (a blood count's
-  indices, haemoglobin and haematocrit; globulin, albumin and total protein; an omr BMI, weight or
-  height), and an implausible value in a copied row accepts only `implausible_value`; a
+  item of `chartevents`, an ICU dose the eMAR records within two hours under a name holding the ICU
+  name's first word), nor a result the record recomputes from its siblings (a blood count's indices,
+  haemoglobin and haematocrit; globulin, albumin and total protein; bilirubin; HbA1c and eAG;
+  cholesterol and its ratio; a blood gas's calculated haematocrit; the anion gap and its electrolytes;
+  a white cell type's share and absolute count; an omr BMI, weight or height; an ICU admission weight
+  in kg or lb), nor one of a blood pressure's three beside the other two; value noise makes no result
+  implausible that its siblings give exactly, and an implausible value in a copied row accepts only
+  `implausible_value`; a
   line whose placement `datetimeevents` dates is never removed (the date says nothing of its
   duration, which may still change); a copy it does not know of would still show the event.
 - An `orphaned_record` twin accepts only `inconsistent_record`: the rows it detaches are still the

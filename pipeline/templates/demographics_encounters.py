@@ -19,6 +19,9 @@ ADMISSION_SAMPLER = "SELECT subject_id, hadm_id FROM admissions"
 STAY = "icustays AS i WHERE i.subject_id = {subject_id} AND i.stay_id = {stay_id}"
 STAY_SLOTS = {"subject_id": K.SUBJECT, "stay_id": K.ICU_STAY}
 AGE = "p.anchor_age + (year(a.admittime) - p.anchor_year)"
+# MIMIC-IV writes one anchor_age, 91, for every patient older than 89 (de-identification): an age read from
+# it is a floor, not the patient's age, and a question about it has no answer the record supports.
+AGE_CAP = 91
 # Transfers of an admission that place the patient in a unit (discharge rows have no unit).
 STAYS_IN_UNITS = ("transfers AS t WHERE t.subject_id = {subject_id} AND t.hadm_id = {hadm_id} "
                   "AND t.eventtype <> 'discharge'")
@@ -38,7 +41,10 @@ register(
         evidence_sql=("SELECT 'patients', p.row_id FROM patients AS p WHERE p.subject_id = {subject_id} "
                       "UNION ALL " + ADMISSION_ROW),
         measure=Measure("patients", "anchor_age", None),
-        notes="age = anchor_age + year(admittime) - anchor_year (MIMIC-IV's shifted ages)"),
+        guards=(Guard("capped_age", f"SELECT bool_or(p.anchor_age >= {AGE_CAP}) FROM patients AS p "
+                                    "WHERE p.subject_id = {subject_id}"),),
+        notes=f"age = anchor_age + year(admittime) - anchor_year (MIMIC-IV's shifted ages); patients whose "
+              f"anchor_age is the cap ({AGE_CAP}, every age over 89) are left out"),
     Template(
         id="dem_gender", intent=DEM, level=Level.PATIENT, operation=Operation.RETRIEVAL, answer_type=A.TEXT,
         slots={"subject_id": K.SUBJECT}, sampler="SELECT subject_id FROM patients",
@@ -120,8 +126,15 @@ register(
                       " AND NOT EXISTS (SELECT 1 FROM transfers AS t WHERE t.hadm_id = {hadm_id} "
                       "AND t.eventtype = 'transfer')"),
         guards=(Guard("untyped_transfers", "SELECT count(*) > count(t.eventtype) FROM transfers AS t "
-                                           "WHERE t.hadm_id = {hadm_id}"),),
-        notes="transfers rows with eventtype 'transfer' (not admit, ED or discharge)"),
+                                           "WHERE t.hadm_id = {hadm_id}"),
+                # "Transferred between units" also reads as changes of unit: a move to another bed of the same
+                # unit would make the two readings differ.
+                Guard("move_within_a_unit", "SELECT count(*) > 0 FROM transfers AS t JOIN transfers AS b "
+                                            "ON b.hadm_id = t.hadm_id AND b.outtime = t.intime "
+                                            "WHERE t.hadm_id = {hadm_id} AND t.eventtype = 'transfer' "
+                                            "AND b.careunit IS NOT DISTINCT FROM t.careunit")),
+        notes="transfers rows with eventtype 'transfer' (not admit, ED or discharge); an admission with a move "
+              "within one unit is left out"),
     Template(
         id="dem_care_units_visited", intent=DEM, level=Level.PATIENT, operation=Operation.RETRIEVAL,
         answer_type=A.TEXT_SET, slots=ADMISSION_SLOTS,
@@ -203,8 +216,11 @@ register(
                       "p.row_id FROM patients AS p WHERE p.subject_id IN (SELECT a.subject_id FROM "
                       + TYPE_ADMISSIONS + ")"),
         guards=(Guard("unknown_ages", "SELECT count(*) > count(p.anchor_age) FROM admissions AS a JOIN patients AS p "
-                                      "ON p.subject_id = a.subject_id WHERE a.admission_type = {admission_type}"),),
-        notes="one age per admission (a patient admitted twice counts twice)"),
+                                      "ON p.subject_id = a.subject_id WHERE a.admission_type = {admission_type}"),
+                Guard("capped_ages", f"SELECT bool_or(p.anchor_age >= {AGE_CAP}) FROM admissions AS a JOIN patients "
+                                     "AS p ON p.subject_id = a.subject_id WHERE a.admission_type = {admission_type}")),
+        notes=f"one age per admission (a patient admitted twice counts twice); a type with a patient whose "
+              f"anchor_age is the cap ({AGE_CAP}) is left out"),
     Template(
         id="dem_pop_top_discharge_locations", intent=DEM, level=Level.POPULATION, operation=Operation.TOP_N,
         answer_type=A.TEXT_RANKED, slots={"admission_type": K.CATEGORY, "top_n": K.NUMBER},

@@ -6,6 +6,7 @@ it, in either ICD version (MIMIC-IV codes older admissions in ICD-9 and newer on
 both versions share a title they are the same diagnosis), and the codes are combined.
 """
 
+from pipeline.templates.demographics_encounters import AGE_CAP
 from pipeline.templates.registry import register
 from pipeline.templates.template import Guard, Template
 from pipeline.vocabulary import AnswerType as A
@@ -224,8 +225,12 @@ register(
                       + CODED_ADMISSIONS + ") AS hp ON hp.subject_id = p.subject_id"),
         guards=(Guard("unknown_ages", "SELECT count(*) > count(p.anchor_age) FROM patients AS p JOIN (SELECT "
                                       "DISTINCT h.subject_id FROM " + CODED_ADMISSIONS + ") AS hp ON hp.subject_id = "
-                                      "p.subject_id"),),
-        notes=NOTES + "; one age per admission"),
+                                      "p.subject_id"),
+                Guard("capped_ages", f"SELECT bool_or(p.anchor_age >= {AGE_CAP}) FROM patients AS p JOIN (SELECT "
+                                     "DISTINCT h.subject_id FROM " + CODED_ADMISSIONS + ") AS hp ON hp.subject_id = "
+                                     "p.subject_id")),
+        notes=NOTES + f"; one age per admission; a diagnosis with a patient whose anchor_age is the cap ({AGE_CAP}) "
+                      "is left out"),
     Template(
         id="dx_pop_in_hospital_deaths_with_diagnosis", intent=DX, level=Level.POPULATION, operation=Operation.COUNT,
         answer_type=A.NUMBER, slots={"diagnosis": K.DIAGNOSIS}, unit="admissions", decimals=0,

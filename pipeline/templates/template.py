@@ -139,6 +139,10 @@ class Template:
     measure: Measure | None = None
     guards: tuple[Guard, ...] = ()
     notes: str = ""  # how a name resolves or several things are combined, for the catalogue
+    # The only names a named slot takes, where the template asks about a fixed list (the vital signs a
+    # flowsheet shows): a question naming anything else is noise by its name alone, so query noise never
+    # presumes or makes up a name outside it.
+    names_within: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     tables: frozenset[str] = field(init=False)
 
     def __post_init__(self):
@@ -146,6 +150,7 @@ class Template:
         if problems:
             raise TemplateError(f"template {self.id!r}: " + "; ".join(problems))
         object.__setattr__(self, "slots", MappingProxyType(dict(self.slots)))  # read-only, like the rest
+        object.__setattr__(self, "names_within", MappingProxyType({k: tuple(v) for k, v in self.names_within.items()}))
         object.__setattr__(self, "paraphrases", tuple(self.paraphrases))
         object.__setattr__(self, "guards", tuple(self.guards))
         if self.answer_type is AnswerType.NUMBER and self.tolerance is None:
@@ -169,6 +174,8 @@ class Template:
         except ValueError as e:
             return p + [str(e)]
         names = set(self.slots)
+        if set(self.names_within) - names:
+            p.append(f"names_within names no slot: {sorted(set(self.names_within) - names)}")
         if any(n.startswith("__") or not _ID.match(n) for n in names):
             p.append("slot names are lower_snake_case and never start with '__'")
         if len(self.paraphrases) < 2:

@@ -34,6 +34,7 @@ NAMED = ("chartevents AS c JOIN d_items AS di ON di.itemid = c.itemid WHERE di.l
          "AND di.linksto = 'chartevents'")
 IN_STAY = NAMED + " AND c.subject_id = {subject_id} AND c.stay_id = {stay_id}"
 STAY_SLOTS = {"subject_id": K.SUBJECT, "stay_id": K.ICU_STAY, "vital": K.CHART_ITEM}
+WITHIN_VITALS = {"vital": VITALS}  # every template whose sampler reads VITAL_LABELS
 MEASURE = Measure("chartevents", "valuenum", "valueuom")
 STAY_SAMPLER = ("SELECT c.subject_id, c.stay_id, i.label AS vital FROM chartevents AS c JOIN d_items AS i "
                 f"ON i.itemid = c.itemid WHERE i.label IN {VITAL_LABELS} AND c.valuenum IS NOT NULL")
@@ -71,7 +72,7 @@ def _aggregate(id_: str, op: Operation, expr: str, paraphrases: tuple[str, ...],
                notes: str = NOTES) -> Template:
     return Template(
         id=id_, intent=VIT, level=Level.PATIENT, operation=op, answer_type=A.NUMBER, slots=STAY_SLOTS,
-        paraphrases=paraphrases, sampler=STAY_SAMPLER, gold_sql=f"SELECT {expr} FROM " + IN_STAY + window,
+        paraphrases=paraphrases, sampler=STAY_SAMPLER, names_within=WITHIN_VITALS, gold_sql=f"SELECT {expr} FROM " + IN_STAY + window,
         evidence_sql="SELECT 'chartevents', c.row_id FROM " + IN_STAY + window,
         unit_sql="SELECT c.valueuom FROM " + IN_STAY + window, measure=MEASURE,
         guards=(ONE_ITEM, Guard("non_numeric_values", "SELECT count(*) > count(c.valuenum) FROM " + IN_STAY + window)),
@@ -81,7 +82,7 @@ def _aggregate(id_: str, op: Operation, expr: str, paraphrases: tuple[str, ...],
 def _extreme(id_: str, op: Operation, fn: str, paraphrases: tuple[str, ...]) -> Template:
     return Template(
         id=id_, intent=VIT, level=Level.PATIENT, operation=op, answer_type=A.NUMBER, slots=STAY_SLOTS,
-        paraphrases=paraphrases, sampler=STAY_SAMPLER, gold_sql="SELECT c.valuenum FROM " + _at_extreme(fn),
+        paraphrases=paraphrases, sampler=STAY_SAMPLER, names_within=WITHIN_VITALS, gold_sql="SELECT c.valuenum FROM " + _at_extreme(fn),
         evidence_sql="SELECT 'chartevents', c.row_id FROM " + _at_extreme(fn),
         unit_sql="SELECT c.valueuom FROM " + _at_extreme(fn), measure=MEASURE, guards=(ONE_ITEM,),
         notes=NOTES + "; two values charted at the first/last time are a tie and rejected")
@@ -102,7 +103,7 @@ register(
     )),
     Template(
         id="vital_count_in_stay", intent=VIT, level=Level.PATIENT, operation=Operation.COUNT, answer_type=A.NUMBER,
-        slots=STAY_SLOTS, unit="measurements", decimals=0, sampler=STAY_SAMPLER,
+        slots=STAY_SLOTS, unit="measurements", decimals=0, sampler=STAY_SAMPLER, names_within=WITHIN_VITALS,
         paraphrases=(
             "How many {vital} measurements were charted for patient {subject_id} during ICU stay {stay_id}?",
             "Count the charted {vital} values of patient {subject_id} in ICU stay {stay_id}.",
@@ -119,7 +120,7 @@ register(
     )),
     Template(
         id="vital_change_in_stay", intent=VIT, level=Level.PATIENT, operation=Operation.CHANGE, answer_type=A.NUMBER,
-        slots=STAY_SLOTS, sampler=STAY_SAMPLER,
+        slots=STAY_SLOTS, sampler=STAY_SAMPLER, names_within=WITHIN_VITALS,
         paraphrases=(
             "By how much did patient {subject_id}'s {vital} change between the first and the last measurement of "
             "ICU stay {stay_id} (last minus first)?",
@@ -150,7 +151,7 @@ register(
         evidence_sql="SELECT 'chartevents', c.row_id FROM " + IN_WINDOW,
         unit_sql="SELECT c.valueuom FROM " + IN_WINDOW, measure=MEASURE,
         guards=(ONE_ITEM, Guard("non_numeric_values", "SELECT count(*) > count(c.valuenum) FROM " + IN_WINDOW)),
-        notes=NOTES + "; window [start_time, end_time)"),
+        names_within=WITHIN_VITALS, notes=NOTES + "; window [start_time, end_time)"),
     Template(
         id="vital_admission_weight", intent=VIT, level=Level.PATIENT, operation=Operation.RETRIEVAL,
         answer_type=A.NUMBER, slots={"subject_id": K.SUBJECT, "stay_id": K.ICU_STAY}, decimals=1,
@@ -216,7 +217,7 @@ register(
         evidence_sql="SELECT 'chartevents', c.row_id FROM " + UNIT_ROWS,
         unit_sql="SELECT c.valueuom FROM " + UNIT_ROWS, measure=MEASURE,
         guards=(ONE_ITEM, Guard("non_numeric_values", "SELECT count(*) > count(c.valuenum) FROM " + UNIT_ROWS)),
-        notes=NOTES + "; stays by icustays.first_careunit"),
+        names_within=WITHIN_VITALS, notes=NOTES + "; stays by icustays.first_careunit"),
     Template(
         id="vital_pop_max_by_gender", intent=VIT, level=Level.POPULATION, operation=Operation.MAX,
         answer_type=A.NUMBER, slots={"vital": K.CHART_ITEM, "gender": K.CATEGORY},
@@ -230,7 +231,7 @@ register(
         evidence_sql="SELECT 'chartevents', c.row_id FROM " + GENDER_ROWS,
         unit_sql="SELECT c.valueuom FROM " + GENDER_ROWS, measure=MEASURE,
         guards=(ONE_ITEM, Guard("non_numeric_values", "SELECT count(*) > count(c.valuenum) FROM " + GENDER_ROWS)),
-        notes=NOTES + "; gender is patients.gender ('F' or 'M')"),
+        names_within=WITHIN_VITALS, notes=NOTES + "; gender is patients.gender ('F' or 'M')"),
     Template(
         id="vital_pop_stays_with_low_spo2", intent=VIT, level=Level.POPULATION, operation=Operation.COUNT,
         answer_type=A.NUMBER, slots={"threshold": K.NUMBER}, unit="ICU stays", decimals=0,

@@ -58,3 +58,17 @@ def test_a_reading_written_in_another_unit_keeps_the_digits_it_was_charted_with(
 def test_a_second_reading_in_the_same_unit_has_the_first_ones_decimals():
     assert [charted_like(v, r) for v, r in ((106.6, 82.0), (47.04, 29.4), (0.585, 0.45))] == [107.0, 47.0, 0.58]
     assert recorded_digits(0.05) == (1, 2) and recorded_digits(140.0) == (3, 0) and recorded_digits(1e-7) == (1, 7)
+
+
+def test_an_end_keyed_wrong_keeps_the_first_two_digits_of_its_year():
+    """Third review: 90 of 145 ends typed wrong read like 1245 for 2145, a year no date field accepts."""
+    from datetime import datetime
+
+    from pipeline.noise.value_errors import _end_typed_wrong
+
+    start = datetime(2154, 3, 9, 14, 0)
+    for end in (datetime(2154, 3, 10, 9, 30), datetime(2154, 3, 12, 18, 0), datetime(2145, 6, 1)):
+        for wrong in _end_typed_wrong(end, start if end > start else datetime(2160, 1, 1)):
+            assert str(wrong.year)[:2] == str(end.year)[:2], (end, wrong)
+    # A slip in the last two digits still makes one: 2154 keyed 2145.
+    assert any(w.year == 2145 for w in _end_typed_wrong(datetime(2154, 3, 10), datetime(2150, 1, 1)))

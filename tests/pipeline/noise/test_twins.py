@@ -3,6 +3,7 @@ the synthetic database: a patch applied in a real DuckDB session changes the cle
 and leaving it restores the clean result exactly; a changed question's premise is false or ambiguous
 when checked here, independently of the proof the builder recorded."""
 
+from collections import Counter
 from datetime import datetime
 
 import duckdb
@@ -262,3 +263,66 @@ def _converted_back(twin) -> Patch:
     # A lab's reference range and flag stay as the twin wrote them: no answer reads them.
     return Patch(update=tuple(ValueChange(u.table, u.row_id, u.column, values.get(u.value, u.value))
                               for u in twin.patch.update))
+
+
+def test_false_premises_presume_a_name_the_template_asks_about_and_not_measured_alike(demo_built):
+    """Third review: vital-sign questions ask about eleven vitals, and every other chart item was a false
+    premise (229 of 229 such names were noise); "ART BP Mean" was presumed of a patient charted
+    "Arterial Blood Pressure mean"; population premises came from the dictionary's tail ("..., subsequent
+    encounter", point events in questions about how long a line stayed)."""
+    from pipeline.noise.case import SourceLookup
+    from pipeline.noise.names import families, present, recorded_names, source_of
+    from pipeline.noise.same_measurement import measured_alike
+    from pipeline.vocabulary import Level
+
+    db, clean, result = demo_built
+    asked: dict[tuple, set] = {}
+    for t in clean:
+        for s in t.slots:
+            asked.setdefault((t.template_id, s.name), set()).add(s.value)
+    templates = {t.id: t for t in REGISTRY}
+    seen = Counter()
+    with duckdb.connect(str(db), read_only=True) as con:
+        lookup = SourceLookup(con)
+        for twin in result.twins:
+            params = {p.name: p.value for p in twin.noise_params}
+            template = templates[twin.template_id]
+            if twin.noise_type is NoiseType.NONEXISTENT_ENTITY:
+                assert params["slot"] not in template.names_within, twin.task_id
+            if twin.noise_type is not NoiseType.FALSE_PREMISE:
+                continue
+            slot, presumed = params["slot"], params["presumed"]
+            within = template.names_within.get(slot)
+            assert within is None or presumed in within, twin.task_id
+            kind = template.slots[slot]
+            if twin.level is Level.PATIENT:
+                assert presumed in asked[(twin.template_id, slot)], twin.task_id
+                mine = {n.strip().casefold() for s in NAME_SOURCES if s.kind is kind and present(lookup, s)
+                        for n in recorded_names(lookup, s, int(twin.subject_id))}
+                assert presumed.casefold() not in measured_alike(mine), twin.task_id
+                seen["patient"] += 1
+            else:
+                source = source_of(lookup, kind, params["original"])
+                family = families(lookup, source)
+                if family:
+                    assert family[presumed] & family[params["original"]], twin.task_id
+                    seen["population, by family"] += 1
+    assert seen["patient"] and seen["population, by family"], seen
+
+
+def test_no_duplicate_where_the_question_never_reads_what_makes_two_rows_one_fact(built):
+    """Third review: a second HCPCS or ICD procedure code at a code's list position was a "conflict" to
+    questions that list the codes and never read the position: to them it is a second code."""
+    import duckdb
+
+    from pipeline.noise.case import SourceLookup
+
+    db, _, result = built
+    duplicates = [t for t in result.twins if t.noise_type is NoiseType.CONFLICTING_DUPLICATE]
+    assert duplicates
+    with duckdb.connect(str(db), read_only=True) as con:
+        lookup = SourceLookup(con)
+        for twin in duplicates:
+            _, read = lookup.referenced_columns(twin.template_id, twin.gold_sql)
+            for added in twin.patch.add:
+                assert set(roles(added.table).item) <= read, (twin.task_id, added.table)
