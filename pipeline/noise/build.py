@@ -112,6 +112,9 @@ class _Builder:
         self.gave_up: dict[NoiseType, set[str]] = {}
         self.no_candidate: Counter = Counter()  # NoiseType -> clean tasks the injector found nothing to change in
         self.decisions: dict = {}  # task id -> (task, Decision) for every twin kept and every clean task read
+        # The questions of the query twins kept: two clean tasks can change into one question (a population
+        # question presuming the same name), and the same question in two splits is a label to memorise.
+        self.questions: set[str] = set()
 
     # ------------------------------------------------------------ one case, one type
 
@@ -140,6 +143,8 @@ class _Builder:
             if twin is not None:
                 made += 1
                 inj.kept(case, draft, self.lookup)
+                if twin.noise_level is NoiseLevel.QUERY:
+                    self.questions.add(twin.question)
                 yield twin
         if not drafted:
             self.no_candidate[inj.noise_type] += 1
@@ -160,6 +165,9 @@ class _Builder:
             rendered = case.template.render_sql(slots) if slots != case.slots else None
             gold_sql = draft.gold_sql or rendered or t.gold_sql
             question = draft.question or rendered_like(case.template, slots, t.paraphrase, t.question, case.slots)
+            if question in self.questions:
+                self._drop(inj, DropReason.VALUE_REUSED, f"{t.task_id}: another twin asks {question!r}")
+                return None
             check = QUERY_CHECK.get(inj.noise_type, ProofCheck.PREMISE_FALSE)
             verdict = self.prover.premise(case, draft, check, rendered)
         else:

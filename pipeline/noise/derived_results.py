@@ -8,10 +8,12 @@ the three follows from the others. In the demo, 2,747 of 2,760 MCVs equal Hct / 
 all 163 globulins equal total protein minus albumin, and 374 of the 377 BMIs charted on a day with a
 weight and a height match them within 0.5. So do the identities a third review recomputed: indirect
 bilirubin is total minus direct (45 of 47 specimens), eAG is 28.7 x HbA1c - 46.7 (114 of 117), the
-cholesterol ratio is total / HDL (58 of 58), a blood gas's calculated haematocrit is 3 x its haemoglobin
-(143 of 143), the anion gap is Na (+ K) - Cl - HCO3 (every specimen, one way or the other), a white cell
-type's absolute count is the WBC times its share (90-99% within 0.1, neutrophils aside), and an ICU stay's
-admission weight is charted in kg and in lb together.
+cholesterol ratio is total / HDL (58 of 58), a calculated LDL is total - HDL - triglycerides / 5 (52 of
+52), a blood gas's calculated haematocrit is 3 x its haemoglobin (143 of 143) and its calculated total
+CO2 is 0.03 x pCO2 x (10^(pH - 6.1) + 1) (843 of 889 within 1), the anion gap is Na (+ K) - Cl - HCO3
+(every specimen, one way or the other), a white cell type's absolute count is the WBC times its share
+(90-99% within 0.1, neutrophils aside), and an ICU stay's admission weight is charted in kg and in lb
+together.
 
 A duplicate of such a result that disagrees with what its siblings give is settled by them. A
 reviewer computed Hgb / MCH = 2.67 beside a duplicated RBC of 2.67 and 3.47. A result hidden or left
@@ -37,6 +39,8 @@ ALBUMIN, GLOBULIN, PROTEIN_TOTAL = 50862, 50930, 50976
 BILIRUBIN_DIRECT, BILIRUBIN_INDIRECT, BILIRUBIN_TOTAL = 50883, 50884, 50885
 HBA1C, EAG = 50852, 51613  # eAG = 28.7 x HbA1c - 46.7
 CHOLESTEROL_RATIO, CHOLESTEROL_HDL, CHOLESTEROL_TOTAL = 50903, 50904, 50907
+CHOLESTEROL_LDL_CALCULATED, TRIGLYCERIDES = 50905, 51000  # Friedewald: LDL = total - HDL - TG / 5
+PH, PCO2, TOTAL_CO2_CALCULATED = 50820, 50818, 50804  # TCO2 = 0.03 x pCO2 x (10^(pH - 6.1) + 1)
 HEMATOCRIT_CALCULATED, HEMOGLOBIN_BLOOD_GAS = 50810, 50811  # Hct = 3 x Hgb
 ANION_GAP, BICARBONATE, CHLORIDE, POTASSIUM, SODIUM = 50868, 50882, 50902, 50971, 50983
 WBC = 51301
@@ -89,8 +93,15 @@ _DECLARED = (
         (EAG, ((HBA1C,),)),
         (HBA1C, ((EAG,),)),
         (CHOLESTEROL_RATIO, ((CHOLESTEROL_TOTAL, CHOLESTEROL_HDL),)),
-        (CHOLESTEROL_TOTAL, ((CHOLESTEROL_RATIO, CHOLESTEROL_HDL),)),
-        (CHOLESTEROL_HDL, ((CHOLESTEROL_TOTAL, CHOLESTEROL_RATIO),)),
+        (CHOLESTEROL_TOTAL, ((CHOLESTEROL_RATIO, CHOLESTEROL_HDL),
+                             (CHOLESTEROL_LDL_CALCULATED, CHOLESTEROL_HDL, TRIGLYCERIDES))),
+        (CHOLESTEROL_HDL, ((CHOLESTEROL_TOTAL, CHOLESTEROL_RATIO),
+                           (CHOLESTEROL_TOTAL, CHOLESTEROL_LDL_CALCULATED, TRIGLYCERIDES))),
+        (CHOLESTEROL_LDL_CALCULATED, ((CHOLESTEROL_TOTAL, CHOLESTEROL_HDL, TRIGLYCERIDES),)),
+        (TRIGLYCERIDES, ((CHOLESTEROL_TOTAL, CHOLESTEROL_HDL, CHOLESTEROL_LDL_CALCULATED),)),
+        (TOTAL_CO2_CALCULATED, ((PH, PCO2),)),
+        (PH, ((TOTAL_CO2_CALCULATED, PCO2),)),
+        (PCO2, ((TOTAL_CO2_CALCULATED, PH),)),
         (HEMATOCRIT_CALCULATED, ((HEMOGLOBIN_BLOOD_GAS,),)),
         (HEMOGLOBIN_BLOOD_GAS, ((HEMATOCRIT_CALCULATED,),)),
         # The anion gap is Na - Cl - HCO3, or Na + K - Cl - HCO3 (the demo's specimens are one or the other).

@@ -5,10 +5,11 @@ import duckdb
 
 from pipeline.noise.derived_results import (ALBUMIN, ANION_GAP, BICARBONATE, BILIRUBIN_DIRECT, BILIRUBIN_INDIRECT,
                                             BILIRUBIN_TOTAL, BLOOD_PRESSURES, BMI, CHLORIDE, CHOLESTEROL_HDL,
-                                            CHOLESTEROL_RATIO, CHOLESTEROL_TOTAL, DERIVATIONS, DIFFERENTIAL, EAG,
-                                            GLOBULIN, HBA1C, HEIGHT, HEMATOCRIT, HEMATOCRIT_CALCULATED, HEMOGLOBIN,
-                                            HEMOGLOBIN_BLOOD_GAS, MCH, MCHC, MCV, POTASSIUM, PROTEIN_TOTAL, RBC, SODIUM,
-                                            WBC, WEIGHT)
+                                            CHOLESTEROL_LDL_CALCULATED, CHOLESTEROL_RATIO, CHOLESTEROL_TOTAL,
+                                            DERIVATIONS, DIFFERENTIAL, EAG, GLOBULIN, HBA1C, HEIGHT, HEMATOCRIT,
+                                            HEMATOCRIT_CALCULATED, HEMOGLOBIN, HEMOGLOBIN_BLOOD_GAS, MCH, MCHC, MCV,
+                                            PCO2, PH, POTASSIUM, PROTEIN_TOTAL, RBC, SODIUM, TOTAL_CO2_CALCULATED,
+                                            TRIGLYCERIDES, WBC, WEIGHT)
 
 # (result, its inputs, its formula over them as i0, i1, ..., how close a charted result agrees, the share that
 # must): the arithmetic the declarations stand for.
@@ -21,6 +22,8 @@ LAB_FORMULAS = (
     (EAG, (HBA1C,), "28.7 * i0 - 46.7", 0.5, 0.95),
     (CHOLESTEROL_RATIO, (CHOLESTEROL_TOTAL, CHOLESTEROL_HDL), "i0 / i1", 0.05, 0.95),
     (HEMATOCRIT_CALCULATED, (HEMOGLOBIN_BLOOD_GAS,), "3 * i0", 1.0, 0.95),
+    (CHOLESTEROL_LDL_CALCULATED, (CHOLESTEROL_TOTAL, CHOLESTEROL_HDL, TRIGLYCERIDES), "i0 - i1 - i2 / 5", 1.0, 0.95),
+    (TOTAL_CO2_CALCULATED, (PH, PCO2), "0.03 * i1 * (power(10, i0 - 6.1) + 1)", 1.0, 0.9),
     *((absolute, (WBC, share), "i0 * i1 / 100", 0.1, 0.9) for share, absolute in DIFFERENTIAL),
 )
 

@@ -126,3 +126,58 @@ def test_a_made_up_category_never_reads_as_a_known_one(demo_full_db):
         for name in drawn:
             mine = _words(name)
             assert not any(_holds(mine, k) or _holds(k, mine) for k in known), name
+
+
+def test_a_presumed_name_is_no_variant_of_a_recorded_one(demo_built):
+    """Third review's re-check: "Phenylephrine (200/250)" and "Albumin, Blood" were presumed never recorded
+    while "Phenylephrine" and "Albumin" were: a reader matching the drug or analyte answers them."""
+    from pipeline.noise.names import NAME_SOURCES, present, recorded_names, refines
+    from pipeline.noise.query_noise import _refines_or_refined
+    from pipeline.templates import REGISTRY
+    from pipeline.vocabulary import Level, NoiseType
+
+    names = sorted(["albumin", "heart rate", "phenylephrine"])
+    assert _refines_or_refined("albumin, blood", names) and _refines_or_refined("phenylephrine_old_1", names)
+    assert _refines_or_refined("heart", names) and not _refines_or_refined("albuminx", names)
+
+    db, _, result = demo_built
+    templates = {t.id: t for t in REGISTRY}
+    checked = 0
+    with duckdb.connect(str(db), read_only=True) as con:
+        lookup = SourceLookup(con)
+        for twin in result.twins:
+            if twin.noise_type is not NoiseType.FALSE_PREMISE:
+                continue
+            p = {x.name: x.value for x in twin.noise_params}
+            kind = templates[twin.template_id].slots[p["slot"]]
+            subject = int(twin.subject_id) if twin.level is Level.PATIENT else None
+            recorded = {n for s in NAME_SOURCES if s.kind is kind and present(lookup, s)
+                        for n in recorded_names(lookup, s, subject)}
+            assert not any(refines(n, p["presumed"]) or refines(p["presumed"], n) for n in recorded), twin.task_id
+            checked += 1
+    assert checked
+
+
+def test_one_general_name_makes_no_more_than_its_share_of_ambiguous_twins(demo_built):
+    """Third review's re-check: two blood pressure names made 145 of 187 ambiguous names."""
+    import random
+
+    from pipeline.noise.case import CleanCase, read_evidence
+    from pipeline.noise.query_noise import AmbiguousReference
+    from pipeline.templates import REGISTRY
+
+    db, clean, _ = demo_built
+    injector = AmbiguousReference()
+    with duckdb.connect(str(db), read_only=True) as con:
+        lookup = SourceLookup(con)
+        for task in clean:
+            case = CleanCase(task, REGISTRY.get(task.template_id), read_evidence(con, [task])[task.task_id])
+            drafts = [d for d in injector._name_drafts(case, lookup, random.Random(0))]
+            if drafts:
+                break
+        else:
+            raise AssertionError("no clean task of the demo has an ambiguous general name")
+        general = drafts[0].param("reference")
+        lookup.memo[injector._GENERAL_NAMES] = Counter({general.casefold(): injector.TWINS_PER_GENERAL_NAME})
+        again = [d.param("reference") for d in injector._name_drafts(case, lookup, random.Random(0))]
+        assert general not in again
