@@ -40,6 +40,7 @@ class TemplateLike(Protocol):
     slots: Mapping[str, SlotKind]
     measure: MeasureLike | None
     decimals: int
+    names_within: Mapping[str, tuple[str, ...]]  # a slot's fixed list of names, if any (query noise keeps to it)
 
     def render_question(self, slots: dict[str, str], paraphrase: int) -> str: ...
 
@@ -146,6 +147,10 @@ def read_evidence(con: duckdb.DuckDBPyConnection, tasks: Sequence[Task]) -> dict
     return out
 
 
+# The ``memo`` keys of lookups read for the expected rows together (``SourceLookup.expect_rows``).
+EXPECTED_ROW_LOOKUPS = frozenset({"copied among expected", "given in emar: expected"})
+
+
 class SourceLookup:
     """Cached facts about the source database that injectors draw values from."""
 
@@ -233,8 +238,11 @@ class SourceLookup:
     def expect_rows(self, rows_by_table: dict[str, list[dict]]) -> None:
         """The evidence rows of the tasks at hand, as the source has them: which of their keys another
         table records a second time is read for all of them together, a query per copying table on the
-        table's first lookup (``rows_recorded_also``), not a query per task."""
+        table's first lookup (``rows_recorded_also``), not a query per task. Lookups read for rows
+        expected before are forgotten."""
         self._expected_rows = dict(rows_by_table)
+        for key in [k for k in self.memo if k[0] in EXPECTED_ROW_LOOKUPS]:
+            del self.memo[key]
 
     def expected_rows(self, table_name: str) -> list[dict]:
         """The expected evidence rows of ``table_name`` (``expect_rows``; none before it is called)."""

@@ -18,7 +18,8 @@ from pipeline.noise.case import SourceLookup
 from pipeline.schema import ROW_ID
 
 WINDOW_HOURS = 2
-# eMAR events that may record a dose given: all but those that say it was not ("Not Given", "Held").
+# eMAR events that may record a dose given: all but those that say it was not ("Not Given", "Held"); a
+# flush or an assessment beside a dose counts too, which only leaves more rows alone.
 GIVEN = ("e.event_txt IS NOT NULL AND e.event_txt NOT ILIKE 'not %' "
          "AND e.event_txt NOT IN ('Held', 'Hold Dose', 'Removed', 'Stopped', 'Stopped - Unscheduled')")
 # The drug's first word, as the ICU names it ("Piperacillin/Tazobactam (Zosyn)" -> "piperacillin"), found in

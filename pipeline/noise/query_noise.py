@@ -469,7 +469,8 @@ class AmbiguousReference(Injector):
         if slot in case.slot_kinds and case.slot_kinds[slot] in SIBLINGS:
             lookup.memo.setdefault(self._VAGUE_TWINS, Counter())[(case.task.template_id, case.slot_kinds[slot])] += 1
         elif slot in case.slot_kinds and case.slot_kinds[slot] in NAMED_KINDS:
-            lookup.memo.setdefault(self._GENERAL_NAMES, Counter())[draft.param("reference").strip().casefold()] += 1
+            lookup.memo.setdefault(self._GENERAL_NAMES, Counter())[
+                (case.slot_kinds[slot], draft.param("reference").strip().casefold())] += 1
 
     def _entity_drafts(self, case, lookup, rng) -> Iterator[Draft]:
         subject = case.task.subject_id
@@ -517,7 +518,7 @@ class AmbiguousReference(Injector):
             for general in general_names(clean):
                 if general.strip().casefold() in known:
                     continue  # an exact name is not ambiguous
-                if used[general.strip().casefold()] >= self.TWINS_PER_GENERAL_NAME:
+                if used[(kind, general.strip().casefold())] >= self.TWINS_PER_GENERAL_NAME:
                     break  # the most specific general name is the minimal change: no other one instead
                 readings = sorted(n for n, g in recorded.items() if g == group and refines(general, n))
                 if clean not in readings or len(readings) < 2 or _one_concept(lookup, kind, readings) \

@@ -3,10 +3,12 @@
 MIMIC-IV charts an arterial line's pressures as "Arterial Blood Pressure systolic" or, from another
 monitor, "ART BP Systolic"; a ventilated patient's breathing as "Respiratory Rate (Total)" beside the
 plain "Respiratory Rate"; a temperature in Fahrenheit or Celsius; a cuff pressure taken by hand as
-"Manual Blood Pressure Systolic Left". A clinician asked for one of them answers from the other (the
-groups follow the MIT-LCP mimic-code `vitalsign` concept, which pools them). So a false premise never
-presumes a name whose measurement the patient has under another label: the question would not be
-false.
+"Manual Blood Pressure Systolic Left". A clinician asked for one of them answers from the other. (The
+MIT-LCP mimic-code `vitalsign` concept pools the two arterial labels and the respiratory rates too; it
+also pools cuff with arterial pressures, which these groups do not: a patient with a cuff reading and no
+arterial line has no arterial pressure. The manual cuff readings are this project's addition.) So a
+false premise never presumes a name whose measurement the patient has under another label: the
+question would not be false.
 """
 
 from collections.abc import Iterable

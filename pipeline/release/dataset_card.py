@@ -253,13 +253,14 @@ what the database says, computed by SQL, not clinical judgements.
   item of `chartevents`, an ICU dose the eMAR records within two hours under a name holding the ICU
   name's first word), nor a result the record recomputes from its siblings (a blood count's indices,
   haemoglobin and haematocrit; globulin, albumin and total protein; bilirubin; HbA1c and eAG;
-  cholesterol and its ratio; a blood gas's calculated haematocrit; the anion gap and its electrolytes;
-  a white cell type's share and absolute count; an omr BMI, weight or height; an ICU admission weight
-  in kg or lb), nor one of a blood pressure's three beside the other two; value noise makes no result
-  implausible that its siblings give exactly, and an implausible value in a copied row accepts only
-  `implausible_value`; a
-  line whose placement `datetimeevents` dates is never removed (the date says nothing of its
-  duration, which may still change); a copy it does not know of would still show the event.
+  cholesterol, its ratio, calculated LDL and triglycerides; a blood gas's calculated haematocrit,
+  total CO2, pH and pCO2; the anion gap and its electrolytes; a white cell type's share and absolute
+  count; an omr BMI, weight or height; an ICU admission weight in kg or lb), nor one of a blood
+  pressure's three beside the other two; value noise makes no result implausible that its siblings
+  give to the digits charted, and an implausible value in a copied row accepts only
+  `implausible_value`; a line whose placement `datetimeevents` dates is never removed (the date says
+  nothing of its duration, which may still change); a copy it does not know of would still show the
+  event.
 - An `orphaned_record` twin accepts only `inconsistent_record`: the rows it detaches are still the
   patient's, timed within the encounter asked about, so an answer without them is not accepted.
 - Gold answers are executed SQL over the source as loaded. Clean tasks whose rows the source audit

@@ -72,7 +72,8 @@ def _aggregate(id_: str, op: Operation, expr: str, paraphrases: tuple[str, ...],
                notes: str = NOTES) -> Template:
     return Template(
         id=id_, intent=VIT, level=Level.PATIENT, operation=op, answer_type=A.NUMBER, slots=STAY_SLOTS,
-        paraphrases=paraphrases, sampler=STAY_SAMPLER, names_within=WITHIN_VITALS, gold_sql=f"SELECT {expr} FROM " + IN_STAY + window,
+        paraphrases=paraphrases, sampler=STAY_SAMPLER, names_within=WITHIN_VITALS,
+        gold_sql=f"SELECT {expr} FROM " + IN_STAY + window,
         evidence_sql="SELECT 'chartevents', c.row_id FROM " + IN_STAY + window,
         unit_sql="SELECT c.valueuom FROM " + IN_STAY + window, measure=MEASURE,
         guards=(ONE_ITEM, Guard("non_numeric_values", "SELECT count(*) > count(c.valuenum) FROM " + IN_STAY + window)),
@@ -82,7 +83,8 @@ def _aggregate(id_: str, op: Operation, expr: str, paraphrases: tuple[str, ...],
 def _extreme(id_: str, op: Operation, fn: str, paraphrases: tuple[str, ...]) -> Template:
     return Template(
         id=id_, intent=VIT, level=Level.PATIENT, operation=op, answer_type=A.NUMBER, slots=STAY_SLOTS,
-        paraphrases=paraphrases, sampler=STAY_SAMPLER, names_within=WITHIN_VITALS, gold_sql="SELECT c.valuenum FROM " + _at_extreme(fn),
+        paraphrases=paraphrases, sampler=STAY_SAMPLER, names_within=WITHIN_VITALS,
+        gold_sql="SELECT c.valuenum FROM " + _at_extreme(fn),
         evidence_sql="SELECT 'chartevents', c.row_id FROM " + _at_extreme(fn),
         unit_sql="SELECT c.valueuom FROM " + _at_extreme(fn), measure=MEASURE, guards=(ONE_ITEM,),
         notes=NOTES + "; two values charted at the first/last time are a tie and rejected")

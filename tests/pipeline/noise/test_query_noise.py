@@ -178,6 +178,7 @@ def test_one_general_name_makes_no_more_than_its_share_of_ambiguous_twins(demo_b
         else:
             raise AssertionError("no clean task of the demo has an ambiguous general name")
         general = drafts[0].param("reference")
-        lookup.memo[injector._GENERAL_NAMES] = Counter({general.casefold(): injector.TWINS_PER_GENERAL_NAME})
+        kind = case.slot_kinds[drafts[0].param("slot")]
+        lookup.memo[injector._GENERAL_NAMES] = Counter({(kind, general.casefold()): injector.TWINS_PER_GENERAL_NAME})
         again = [d.param("reference") for d in injector._name_drafts(case, lookup, random.Random(0))]
         assert general not in again
