@@ -47,6 +47,7 @@ from pipeline.noise.physiology import (ENDS_AFTER, Conversion, charted_in_other_
 from pipeline.noise.registry import AnswerUnder, Applicability, Draft, DropReason, Effect, Injector, register
 from pipeline.noise.row_consistency import range_bounds, with_derived
 from pipeline.noise.row_roles import roles
+from pipeline.noise.stored_digits import clinical_value
 from pipeline.noise.value_errors import ANALYSER_REPORTED, MECHANISMS, Mechanism, outside
 from pipeline.schema import ROW_ID, table
 from pipeline.task_model import NamedValue, Outcome, Patch, RowRef, ValueChange
@@ -223,8 +224,11 @@ class UnitMismatch(Injector):
             conversions = list(conversions_for(table_name, item, unit, value_col))
             rng.shuffle(conversions)
             conversions.sort(key=lambda c: usage.mechanisms[conversion_family(c.unit)])
+            # The reading a pump or a nurse charted, past its float32 storage (49.99999888241291 mL is 50
+            # mL): written in another unit it is 0.05 L, never 0.0499999988.
+            reading = clinical_value(value)
             for conv in conversions[:1]:
-                text = format_value(charted_in_other_unit(conv.apply(value), value))
+                text = format_value(charted_in_other_unit(conv.apply(reading), reading))
                 if as_number(text) == value:
                     continue  # a zero that converts to zero would change nothing
                 if abs(as_number(text)) < SMALLEST_CHARTED:

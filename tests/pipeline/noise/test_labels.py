@@ -812,3 +812,16 @@ def test_a_duplicates_value_is_one_its_item_really_takes(built):
                 assert n, (task.task_id, column, given[column], {c: given[c] for c in items})
                 checked += 1
     assert checked, "no duplicate of a drg, omr or prescription value was drafted: nothing was checked"
+
+
+def test_a_value_written_in_another_unit_carries_no_storage_noise(built):
+    """Third review: 41 of 80 unit-converted ICU input amounts read like 0.0499999988 (49.99999888 mL, a
+    float32's arithmetic, written in L): a form none of the source's 20,404 amounts has."""
+    from pipeline.noise.stored_digits import carries_noise
+
+    twins = list(_twins(built, NoiseType.UNIT_MISMATCH))
+    assert twins
+    for twin in twins:
+        converted = float(_params(twin)["converted"])
+        assert not carries_noise(converted), (twin.task_id, converted)
+        assert len(f"{converted:.15g}".replace("-", "").replace(".", "").strip("0")) <= 7, (twin.task_id, converted)
