@@ -10,6 +10,14 @@ process under the system's temporary folder: DuckDB's default for a file databas
 to the file, which for a release's base database would be inside the release being written.
 
 A limit changes how DuckDB plans and spills, never a query's result: outputs are the same bytes.
+
+Threads are DuckDB's default (the core count) unless a reader asks for fewer: one whose work is
+thousands of statements of a millisecond or two (a noise level's proofs and label checks) spends
+about a quarter more CPU on them with a second thread than with one, and gains no wall time, since
+such a statement has too little to share out (``SMALL_STATEMENT_THREADS``). Like the memory limit,
+threads are a setting of the database instance, which every connection of one process to the same
+file shares while any is open: a reader that asks for fewer opens its connection when no other
+reader of the file is open in its process (a noise level's step opens one at a time).
 """
 
 import os
@@ -20,6 +28,9 @@ import duckdb
 
 MEMORY_LIMIT_ENV = "ROBUSTGYM_DUCKDB_MEMORY_LIMIT"
 DEFAULT_MEMORY_LIMIT = "4GB"
+# Measured on the demo (benchmarks/README.md, twenty-fifth session): the record level's 6,200 patched
+# statements took 10.4-12.0 s of CPU on one thread against 14.5-16.3 s on two.
+SMALL_STATEMENT_THREADS = 1
 
 
 def memory_limit() -> str:
@@ -32,8 +43,13 @@ def spill_directory() -> Path:
     return Path(tempfile.gettempdir()) / f"robustgym-duckdb-{os.getpid()}"
 
 
-def bound(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
-    """``con`` with the pipeline's memory limit and spill folder, and no progress bar on stderr."""
+def bound(con: duckdb.DuckDBPyConnection, *, threads: int | None = None) -> duckdb.DuckDBPyConnection:
+    """``con`` with the pipeline's memory limit and spill folder, and no progress bar on stderr;
+    ``threads``, if given, caps DuckDB's threads (default: the core count)."""
+    if threads is not None:
+        if threads < 1:
+            raise ValueError(f"threads must be at least 1, got {threads}")
+        con.execute(f"SET threads = {int(threads)}")
     limit = memory_limit()
     try:
         con.execute(f"SET memory_limit = '{limit.replace(chr(39), '')}'")
@@ -49,6 +65,6 @@ def bound(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def open_read_only(path: Path | str) -> duckdb.DuckDBPyConnection:
+def open_read_only(path: Path | str, *, threads: int | None = None) -> duckdb.DuckDBPyConnection:
     """A read-only connection to the database at ``path``, bounded (``bound``)."""
-    return bound(duckdb.connect(str(path), read_only=True))
+    return bound(duckdb.connect(str(path), read_only=True), threads=threads)

@@ -3,7 +3,8 @@
 import duckdb
 import pytest
 
-from pipeline.duckdb_memory import DEFAULT_MEMORY_LIMIT, MEMORY_LIMIT_ENV, open_read_only, spill_directory
+from pipeline.duckdb_memory import DEFAULT_MEMORY_LIMIT, MEMORY_LIMIT_ENV, SMALL_STATEMENT_THREADS, open_read_only, \
+    spill_directory
 from pipeline.source_db import content_digest
 
 ROWS = 1_500_000
@@ -59,3 +60,22 @@ def test_a_digest_larger_than_the_limit_spills_outside_the_database_folder_with_
     assert tight == roomy and tight["rows"] == ROWS
     # Nothing landed beside the database: a release's base database is a file in the release folder.
     assert sorted(p.name for p in database.parent.iterdir()) == ["source.duckdb"]
+
+
+def _threads(con) -> int:
+    return con.execute("SELECT current_setting('threads')").fetchone()[0]
+
+
+def test_threads_are_duckdbs_default_unless_a_reader_asks_for_fewer(database):
+    # One at a time: connections to one file in one process share its instance, and its threads.
+    with duckdb.connect() as plain:
+        cores = _threads(plain)
+    with open_read_only(database, threads=SMALL_STATEMENT_THREADS) as small:
+        assert _threads(small) == SMALL_STATEMENT_THREADS == 1
+    with open_read_only(database) as default:
+        assert _threads(default) == cores
+
+
+def test_no_thread_at_all_is_refused(database):
+    with pytest.raises(ValueError, match="threads must be at least 1"):
+        open_read_only(database, threads=0)

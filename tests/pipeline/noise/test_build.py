@@ -8,6 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.noise import DEFAULT_TARGET_PAIRS, NoiseConfig, build_pairs
+from pipeline.noise import build as build_module
 from pipeline.task_model import tasks_from_arrow, tasks_to_arrow
 from pipeline.templates import extract_clean_tasks
 from pipeline.vocabulary import Intent, Level, NoiseLevel, NoiseType, Variant
@@ -100,6 +101,22 @@ def test_an_open_connection_can_be_passed_instead_of_a_path(demo_full_db, few_cl
         twins = build_pairs(con, few_clean, NoiseConfig(target_pairs=10), seed=3).twins
     assert [t.to_dict() for t in twins] == \
            [t.to_dict() for t in build_pairs(demo_full_db, few_clean, NoiseConfig(target_pairs=10), seed=3).twins]
+
+
+def test_a_level_opened_from_a_path_asks_its_small_statements_on_one_duckdb_thread(demo_full_db, few_clean,
+                                                                                 monkeypatch):
+    # Thousands of millisecond statements: a second DuckDB thread costs them CPU and gains no time.
+    threads = []
+    opened = build_module.open_read_only
+
+    def recording(path, **kwargs):
+        con = opened(path, **kwargs)
+        threads.append(con.execute("SELECT current_setting('threads')").fetchone()[0])
+        return con
+
+    monkeypatch.setattr(build_module, "open_read_only", recording)
+    build_pairs(demo_full_db, few_clean, NoiseConfig(target_pairs=10), seed=3)
+    assert threads == [1]
 
 
 def test_a_gold_sql_is_run_once_per_patch_however_far_apart_it_is_asked(demo_full_db, demo_built, monkeypatch):
