@@ -177,7 +177,7 @@ def _siblings(lookup: SourceLookup, d: Derivation, keys: list) -> list[tuple[int
     key = ("siblings", d.table, d.within, d.exact, *keys[:-1])
     if key not in lookup.memo:
         where = " AND ".join([f'"{c}" = ?' for c in outer] + [f'"{d.value}" IS NOT NULL'])
-        items = ", ".join(f"'{i}'" if isinstance(i, str) else str(i) for i in d.items)
+        items = ", ".join("'" + i.replace("'", "''") + "'" if isinstance(i, str) else str(i) for i in d.items)
         grouped: dict = {}
         for row_id, item, at in lookup.con.execute(
                 f'SELECT "{ROW_ID}", "{d.item}", "{last}" FROM main."{d.table}" WHERE {where} '

@@ -1,15 +1,19 @@
 """The results declared recomputable are recomputed by their siblings in the real demo: a wrong item id
 or formula here would protect results nothing gives, or leave open ones a reviewer recomputes."""
 
+from datetime import date
+from unittest.mock import patch
+
 import duckdb
 
+from pipeline.noise.case import SourceLookup
 from pipeline.noise.derived_results import (ALBUMIN, ANION_GAP, BICARBONATE, BILIRUBIN_DIRECT, BILIRUBIN_INDIRECT,
                                             BILIRUBIN_TOTAL, BLOOD_PRESSURES, BMI, CHLORIDE, CHOLESTEROL_HDL,
                                             CHOLESTEROL_LDL_CALCULATED, CHOLESTEROL_RATIO, CHOLESTEROL_TOTAL,
                                             DERIVATIONS, DIFFERENTIAL, EAG, GLOBULIN, HBA1C, HEIGHT, HEMATOCRIT,
                                             HEMATOCRIT_CALCULATED, HEMOGLOBIN, HEMOGLOBIN_BLOOD_GAS, MCH, MCHC, MCV,
                                             PCO2, PH, POTASSIUM, PROTEIN_TOTAL, RBC, SODIUM, TOTAL_CO2_CALCULATED,
-                                            TRIGLYCERIDES, WBC, WEIGHT)
+                                            TRIGLYCERIDES, WBC, WEIGHT, Derivation, recomputable)
 
 # (result, its inputs, its formula over them as i0, i1, ..., how close a charted result agrees, the share that
 # must): the arithmetic the declarations stand for.
@@ -124,3 +128,19 @@ def test_an_admission_weight_is_charted_in_kg_and_in_lb_together(demo_full_db):
                 FROM chartevents WHERE itemid IN ({ADMISSION_WEIGHT_KG}, {ADMISSION_WEIGHT_LB}) GROUP BY stay_id)
             WHERE kg IS NOT NULL AND lb IS NOT NULL""").fetchone()
     assert total >= 20 and agree >= 0.9 * total, (total, agree)
+
+
+def test_an_item_named_with_a_quote_is_read_as_its_name():
+    # Items are data: a result name with an apostrophe is a string in the query, not the end of one.
+    con = duckdb.connect()
+    con.execute("CREATE TABLE omr (row_id BIGINT, subject_id INTEGER, chartdate DATE, result_name VARCHAR, "
+                "result_value VARCHAR)")
+    con.execute("INSERT INTO omr VALUES (1, 7, '2150-01-01', 'Weight (O''Brien)', '150'), "
+                "(2, 7, '2150-01-01', 'Height', '60'), (3, 7, '2150-01-01', 'Index', '29')")
+    index = Derivation("omr", "result_name", "result_value", ("subject_id", "chartdate"),
+                       (("Index", (("Weight (O'Brien)", "Height"),)),))
+    row = {"row_id": 3, "subject_id": 7, "chartdate": date(2150, 1, 1), "result_name": "Index"}
+    lookup = SourceLookup(con)
+    with patch.dict(DERIVATIONS, {"omr": (index,)}):
+        assert recomputable(lookup, "omr", [row])
+        assert not recomputable(SourceLookup(con), "omr", [row], hidden={1})
