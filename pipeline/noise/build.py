@@ -166,7 +166,7 @@ class _Builder:
             gold_sql = draft.gold_sql or rendered or t.gold_sql
             question = draft.question or rendered_like(case.template, slots, t.paraphrase, t.question, case.slots)
             if question in self.questions:
-                self._drop(inj, DropReason.VALUE_REUSED, f"{t.task_id}: another twin asks {question!r}")
+                self._drop(inj, DropReason.QUESTION_REPEATED, f"{t.task_id}: another twin asks {question!r}")
                 return None
             check = QUERY_CHECK.get(inj.noise_type, ProofCheck.PREMISE_FALSE)
             verdict = self.prover.premise(case, draft, check, rendered)

@@ -9,6 +9,7 @@ import pytest
 
 from pipeline.noise import DEFAULT_TARGET_PAIRS, NoiseConfig, build_pairs
 from pipeline.noise import build as build_module
+from pipeline.noise.registry import DropReason
 from pipeline.task_model import tasks_from_arrow, tasks_to_arrow
 from pipeline.templates import extract_clean_tasks
 from pipeline.vocabulary import Intent, Level, NoiseLevel, NoiseType, Variant
@@ -152,3 +153,9 @@ def test_a_default_run_on_the_demo_yields_5486_pairs_over_every_intent_level_and
     assert {t.noise_type for t in twins} == set(NoiseType)
     assert all(t.variant is Variant.NOISE and t.proof.passed for t in twins)
     assert result.mix.within_tolerance, result.mix.markdown()
+    # No two query twins ask the same question (a label to memorise across splits); two population
+    # questions presuming one name are the candidates this drops, under a reason of their own.
+    questions = Counter(t.question for t in twins if t.noise_level is NoiseLevel.QUERY)
+    assert [q for q, n in questions.items() if n > 1] == []
+    repeated = {k: n for k, n in result.dropped.items() if k[1] is DropReason.QUESTION_REPEATED}
+    assert repeated and all("another twin asks" in result.drop_examples[k] for k in repeated)
