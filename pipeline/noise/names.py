@@ -251,6 +251,15 @@ def families(lookup: SourceLookup, source: NameSource) -> dict[str, frozenset[st
     return lookup.memo[key]
 
 
+def recorded_folded(lookup: SourceLookup, kind: SlotKind) -> frozenset[str]:
+    """Every name any source of ``kind`` records for anyone, case-folded and trimmed (cached)."""
+    key = ("recorded folded", kind)
+    if key not in lookup.memo:
+        lookup.memo[key] = frozenset(n.strip().casefold() for s in NAME_SOURCES if s.kind is kind and present(lookup, s)
+                                     for n in recorded_names(lookup, s))
+    return lookup.memo[key]
+
+
 def known_folded(lookup: SourceLookup, kind: SlotKind) -> frozenset[str]:
     """Every name any source of ``kind`` knows (any domain, recorded or listed), case-folded and trimmed:
     a made-up name must be none of them."""

@@ -30,7 +30,7 @@ from pipeline.noise.edits import pick
 from pipeline.noise.made_up import MadeUp
 from pipeline.noise.name_counts import NameCount, RefinementCount
 from pipeline.noise.names import NAME_SOURCES, NAMED_KINDS, NameSource, dictionary_names, families, present, \
-    recorded_names, refines, source_of
+    recorded_folded, recorded_names, refines, source_of
 from pipeline.noise.proof import literal
 from pipeline.noise.registry import AnswerUnder, Applicability, Draft, DropReason, Effect, Injector, PremiseFact, \
     register
@@ -135,7 +135,7 @@ class FalsePremise(Injector):
                 # A dictionary name of the clean name's family never recorded for anyone, nor its
                 # measurement under another label.
                 pool = _of_family(lookup, source, case.slots[name])
-                mine = measured_alike(_recorded_folded(lookup, kind)) - _recorded_folded(lookup, kind)
+                mine = measured_alike(recorded_folded(lookup, kind)) - recorded_folded(lookup, kind)
                 scope = "events of any patient"
             within = case.template.names_within.get(name)
             if within is not None:
@@ -222,8 +222,7 @@ def _sorted(lookup: SourceLookup, source: NameSource, which: str) -> list[str]:
         if which == "recorded":
             names = recorded_names(lookup, source)
         else:
-            recorded = {n.strip().casefold() for s in NAME_SOURCES if s.kind is source.kind and present(lookup, s)
-                        for n in recorded_names(lookup, s)}
+            recorded = recorded_folded(lookup, source.kind)
             names = {n for n in dictionary_names(lookup, source) if n.strip().casefold() not in recorded}
         lookup.memo[key] = sorted(names)
     return lookup.memo[key]
@@ -266,7 +265,7 @@ def _of_family(lookup: SourceLookup, source: NameSource, clean: str) -> list[str
 def _recorded_sorted(lookup: SourceLookup, kind: SlotKind) -> list[str]:
     key = ("recorded folded, sorted", kind)
     if key not in lookup.memo:
-        lookup.memo[key] = sorted(_recorded_folded(lookup, kind))
+        lookup.memo[key] = sorted(recorded_folded(lookup, kind))
     return lookup.memo[key]
 
 
@@ -294,15 +293,6 @@ def _encounter(title: str) -> str | None:
     coded for another encounter stood out."""
     m = re.search(r"\b(initial encounter|subsequent encounter|sequela)\b", title.casefold())
     return m.group(1) if m else None
-
-
-def _recorded_folded(lookup: SourceLookup, kind: SlotKind) -> frozenset[str]:
-    """Every name any source of ``kind`` records for anyone, case-folded (cached)."""
-    key = ("recorded folded", kind)
-    if key not in lookup.memo:
-        lookup.memo[key] = frozenset(n.strip().casefold() for s in NAME_SOURCES if s.kind is kind and present(lookup, s)
-                                     for n in recorded_names(lookup, s))
-    return lookup.memo[key]
 
 
 def _named(claim: str, count: NameCount | RefinementCount, op: str, value: int) -> PremiseFact:
