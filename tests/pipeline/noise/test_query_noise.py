@@ -182,3 +182,49 @@ def test_one_general_name_makes_no_more_than_its_share_of_ambiguous_twins(demo_b
         lookup.memo[injector._GENERAL_NAMES] = Counter({(kind, general.casefold()): injector.TWINS_PER_GENERAL_NAME})
         again = [d.param("reference") for d in injector._name_drafts(case, lookup, random.Random(0))]
         assert general not in again
+
+
+def test_a_false_premise_never_presumes_a_measurement_the_patient_has_under_another_label(demo_built, monkeypatch):
+    """Third review: "ART BP Mean" was presumed of a patient charted "Arterial Blood Pressure mean". Vital
+    questions now ask only about the eleven vitals, so the case left is the other way round: a patient
+    charted "ART BP Mean" alone has an arterial mean, and presuming "Arterial Blood Pressure mean" of
+    them is no false premise. The pool here is that one name, so only the same-measurement rule keeps
+    the twin out."""
+    import dataclasses
+    import random
+
+    import pipeline.noise.query_noise as query_noise
+    from pipeline.noise.case import CleanCase
+    from pipeline.noise.names import NAME_SOURCES, present, recorded_names
+    from pipeline.noise.query_noise import FalsePremise
+    from pipeline.task_model import NamedValue
+    from pipeline.templates import REGISTRY
+    from pipeline.vocabulary import Level
+
+    db, clean, _ = demo_built
+    injector = FalsePremise()
+    mean, other_label = "Arterial Blood Pressure mean", "ART BP Mean"
+
+    def presumed(case) -> set[str]:
+        lookup = SourceLookup(con)
+        lookup.memo[FalsePremise._CLEAN_NAMES] = {(case.task.template_id, "vital"): [mean]}
+        return {d.param("presumed") for seed in range(5) for d in injector.drafts(case, lookup, random.Random(seed))}
+
+    with duckdb.connect(str(db), read_only=True) as con:
+        lookup = SourceLookup(con)
+        patient = con.execute(
+            "SELECT subject_id FROM chartevents JOIN d_items USING (itemid) WHERE label = ? EXCEPT "
+            "SELECT subject_id FROM chartevents JOIN d_items USING (itemid) WHERE label = ? ORDER BY 1 LIMIT 1",
+            [other_label, mean]).fetchone()[0]
+        charted = {n for s in NAME_SOURCES if s.kind is SlotKind.CHART_ITEM and present(lookup, s)
+                   for n in recorded_names(lookup, s, patient)}
+        assert other_label in charted and mean not in charted
+        # A vital question of another patient, asked of this one: the premise's pool and the patient's
+        # charted names are all a false premise's drafts read.
+        task = next(t for t in clean if t.level is Level.PATIENT and "vital" in REGISTRY.get(t.template_id).names_within
+                    and {s.name: s.value for s in t.slots}.get("vital") != mean)
+        slots = tuple(NamedValue(s.name, str(patient) if s.name == "subject_id" else s.value) for s in task.slots)
+        case = CleanCase(dataclasses.replace(task, subject_id=patient, slots=slots), REGISTRY.get(task.template_id), {})
+        assert mean not in presumed(case)
+        monkeypatch.setattr(query_noise, "measured_alike", set)  # the rule switched off: the pool is presumed
+        assert mean in presumed(case)
