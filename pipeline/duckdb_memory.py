@@ -11,17 +11,21 @@ to the file, which for a release's base database would be inside the release bei
 
 A limit changes how DuckDB plans and spills, never a query's result: outputs are the same bytes.
 
-Threads are DuckDB's default (the core count) unless a reader asks for fewer: one whose work is
-thousands of statements of a millisecond or two (a noise level's proofs and label checks) spends
-about a quarter more CPU on them with a second thread than with one, and gains no wall time, since
-such a statement has too little to share out (``SMALL_STATEMENT_THREADS``). Like the memory limit,
-threads are a setting of the database instance, which every connection of one process to the same
-file shares while any is open: a reader that asks for fewer opens its connection when no other
-reader of the file is open in its process (a noise level's step opens one at a time).
+Threads are DuckDB's default (the core count), except for a reader whose work is thousands of
+statements of a millisecond or two (a noise level's builder, label check and re-check:
+``small_statement_reader``). Such a statement is mostly planning and optimizing, which a second
+thread cannot share out: on the demo, the record level's statements took about a third more CPU,
+and more wall time too, on two threads than on one (``SMALL_STATEMENT_THREADS``). Threads, like the
+memory limit, are a setting of DuckDB's instance of a file, which every connection of one process to
+that file shares while any is open: while a small-statement reader is open, the process's other
+readers of the file run on its one thread too (a noise level's step opens its readers one at a
+time), and the reader resets the setting when it closes.
 """
 
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -29,7 +33,8 @@ import duckdb
 MEMORY_LIMIT_ENV = "ROBUSTGYM_DUCKDB_MEMORY_LIMIT"
 DEFAULT_MEMORY_LIMIT = "4GB"
 # Measured on the demo (benchmarks/README.md, twenty-fifth session): the record level's 6,200 patched
-# statements took 10.4-12.0 s of CPU on one thread against 14.5-16.3 s on two.
+# statements, replayed, took 10.4-12.0 s of CPU (and of wall) on one thread against 14.5-16.3 s of CPU
+# (13.5-15.2 s of wall) on two.
 SMALL_STATEMENT_THREADS = 1
 
 
@@ -43,13 +48,8 @@ def spill_directory() -> Path:
     return Path(tempfile.gettempdir()) / f"robustgym-duckdb-{os.getpid()}"
 
 
-def bound(con: duckdb.DuckDBPyConnection, *, threads: int | None = None) -> duckdb.DuckDBPyConnection:
-    """``con`` with the pipeline's memory limit and spill folder, and no progress bar on stderr;
-    ``threads``, if given, caps DuckDB's threads (default: the core count)."""
-    if threads is not None:
-        if threads < 1:
-            raise ValueError(f"threads must be at least 1, got {threads}")
-        con.execute(f"SET threads = {int(threads)}")
+def bound(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """``con`` with the pipeline's memory limit and spill folder, and no progress bar on stderr."""
     limit = memory_limit()
     try:
         con.execute(f"SET memory_limit = '{limit.replace(chr(39), '')}'")
@@ -65,6 +65,27 @@ def bound(con: duckdb.DuckDBPyConnection, *, threads: int | None = None) -> duck
     return con
 
 
-def open_read_only(path: Path | str, *, threads: int | None = None) -> duckdb.DuckDBPyConnection:
+def open_read_only(path: Path | str) -> duckdb.DuckDBPyConnection:
     """A read-only connection to the database at ``path``, bounded (``bound``)."""
-    return bound(duckdb.connect(str(path), read_only=True), threads=threads)
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return bound(con)
+    except BaseException:
+        con.close()
+        raise
+
+
+@contextmanager
+def small_statement_reader(path: Path | str) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A read-only connection to the database at ``path`` (``open_read_only``) on
+    ``SMALL_STATEMENT_THREADS`` threads, for thousands of millisecond statements; closed on exit, with
+    the instance's threads reset for any other reader of the file this process still has open."""
+    con = open_read_only(path)
+    try:
+        con.execute(f"SET threads = {SMALL_STATEMENT_THREADS}")
+        yield con
+    finally:
+        try:
+            con.execute("RESET threads")
+        finally:
+            con.close()

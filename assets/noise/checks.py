@@ -12,7 +12,7 @@ import pyarrow as pa
 from assets.contract_results import contract_check_result
 from assets.gate import EVIDENCE
 from pipeline.contracts import Contract, check_noisy_twins, check_pairs
-from pipeline.duckdb_memory import SMALL_STATEMENT_THREADS, open_read_only
+from pipeline.duckdb_memory import small_statement_reader
 from pipeline.noise.decidability import check_labels
 from pipeline.noise.recheck import recheck_twin
 from pipeline.release.assembly import pair_up
@@ -88,7 +88,7 @@ def twins_recheck(source_db, twins: list[Task], clean: dict[str, Task]) -> dg.As
             per_type[twin.noise_type] += 1
             sample.append(twin)
     failures = []
-    with open_read_only(source_db, threads=SMALL_STATEMENT_THREADS) as con:
+    with small_statement_reader(source_db) as con:
         catalog = con.execute("SELECT current_database()").fetchone()[0]
         for twin in sample:
             parent = clean.get(twin.clean_task_id)

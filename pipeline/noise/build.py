@@ -22,7 +22,7 @@ from random import Random
 
 import duckdb
 
-from pipeline.duckdb_memory import SMALL_STATEMENT_THREADS, open_read_only
+from pipeline.duckdb_memory import small_statement_reader
 from pipeline.noise.case import CleanAnswers, CleanCase, SourceLookup, TemplateLike, read_evidence
 from pipeline.noise.mix import Cell, Mix, NoiseConfig, targets
 from pipeline.noise.proof import Prover
@@ -84,11 +84,8 @@ def _connection(db: duckdb.DuckDBPyConnection | str | Path):
     path = Path(db)
     if not path.exists():
         raise FileNotFoundError(f"source database {path} does not exist")
-    con = open_read_only(path, threads=SMALL_STATEMENT_THREADS)
-    try:
+    with small_statement_reader(path) as con:
         yield con
-    finally:
-        con.close()
 
 
 BUILDER_MEMO_SIZE = 4096

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import duckdb
 
-from pipeline.duckdb_memory import SMALL_STATEMENT_THREADS, open_read_only
+from pipeline.duckdb_memory import small_statement_reader
 from pipeline.noise.record_facts import FactReader
 from pipeline.noise.status_rules import decide, disagreement
 from pipeline.task_model import Task
@@ -66,7 +66,7 @@ def check_labels(db: duckdb.DuckDBPyConnection | str | Path, tasks: Iterable[Tas
         templates = REGISTRY.get
     if isinstance(db, duckdb.DuckDBPyConnection):
         return _check(db, tasks, templates, flagged, progress, known or {})
-    with open_read_only(db, threads=SMALL_STATEMENT_THREADS) as con:
+    with small_statement_reader(db) as con:
         return _check(con, tasks, templates, flagged, progress, known or {})
 
 

@@ -251,8 +251,12 @@ def families(lookup: SourceLookup, source: NameSource) -> dict[str, frozenset[st
     return lookup.memo[key]
 
 
-def recorded_folded(lookup: SourceLookup, kind: SlotKind) -> frozenset[str]:
-    """Every name any source of ``kind`` records for anyone, case-folded and trimmed (cached)."""
+def recorded_folded(lookup: SourceLookup, kind: SlotKind, subject_id: int | None = None) -> frozenset[str]:
+    """Every name any source of ``kind`` records for anyone (or for patient ``subject_id``), case-folded
+    and trimmed (cached for everyone; a patient's names are cached by ``recorded_names``)."""
+    if subject_id is not None:
+        return frozenset(n.strip().casefold() for s in NAME_SOURCES if s.kind is kind and present(lookup, s)
+                         for n in recorded_names(lookup, s, subject_id))
     key = ("recorded folded", kind)
     if key not in lookup.memo:
         lookup.memo[key] = frozenset(n.strip().casefold() for s in NAME_SOURCES if s.kind is kind and present(lookup, s)

@@ -128,8 +128,7 @@ class FalsePremise(Injector):
                 # A name the template asks other patients about, this patient never has (under any
                 # source of the kind, nor under another label of the same measurement).
                 pool = _asked_and_recorded(lookup, source, clean_names, (case.task.template_id, name))
-                mine = measured_alike({n.strip().casefold() for s in sources
-                                       for n in recorded_names(lookup, s, subject)})
+                mine = measured_alike(recorded_folded(lookup, kind, subject))
                 scope = f"events of patient {subject}"
             else:
                 # A dictionary name of the clean name's family never recorded for anyone, nor its

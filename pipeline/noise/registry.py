@@ -36,7 +36,6 @@ class DropReason(StrEnum):
     PREMISE_HOLDS = "premise_holds"  # the changed question's premise is true on the database
     TIE_WITHOUT_ROWS = "tie_without_rows"  # setting the noisy rows aside leaves rows that tie: no answer, no label
     LABEL_NOT_DECIDABLE = "label_not_decidable"  # the twin's record alone does not support its outcomes
-    VALUE_REUSED = "value_reused"  # the replacement value was already used for this item (a value to memorise)
     # Another query twin asks the same question (two population questions presuming one name): the same
     # question in two splits is a label to memorise.
     QUESTION_REPEATED = "question_repeated"

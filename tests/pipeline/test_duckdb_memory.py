@@ -4,7 +4,7 @@ import duckdb
 import pytest
 
 from pipeline.duckdb_memory import DEFAULT_MEMORY_LIMIT, MEMORY_LIMIT_ENV, SMALL_STATEMENT_THREADS, open_read_only, \
-    spill_directory
+    small_statement_reader, spill_directory
 from pipeline.source_db import content_digest
 
 ROWS = 1_500_000
@@ -66,16 +66,14 @@ def _threads(con) -> int:
     return con.execute("SELECT current_setting('threads')").fetchone()[0]
 
 
-def test_threads_are_duckdbs_default_unless_a_reader_asks_for_fewer(database):
-    # One at a time: connections to one file in one process share its instance, and its threads.
-    with duckdb.connect() as plain:
-        cores = _threads(plain)
-    with open_read_only(database, threads=SMALL_STATEMENT_THREADS) as small:
-        assert _threads(small) == SMALL_STATEMENT_THREADS == 1
-    with open_read_only(database) as default:
-        assert _threads(default) == cores
+def test_a_small_statement_reader_runs_on_one_thread_and_gives_the_others_theirs_back(database):
+    # Threads belong to the file's instance, which every reader of the file in this process shares.
+    with open_read_only(database) as other:
+        cores = _threads(other)
+        with small_statement_reader(database) as small:
+            assert _threads(small) == SMALL_STATEMENT_THREADS == 1
+            assert _threads(other) == 1
+        assert _threads(other) == cores
+        with pytest.raises(duckdb.ConnectionException):
+            small.execute("SELECT 1")
 
-
-def test_no_thread_at_all_is_refused(database):
-    with pytest.raises(ValueError, match="threads must be at least 1"):
-        open_read_only(database, threads=0)

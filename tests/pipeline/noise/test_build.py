@@ -2,13 +2,18 @@
 
 import dataclasses
 from collections import Counter
+from contextlib import contextmanager
 
 import duckdb
 import pyarrow.parquet as pq
 import pytest
 
+from pipeline import duckdb_memory
+from pipeline.duckdb_memory import SMALL_STATEMENT_THREADS
 from pipeline.noise import DEFAULT_TARGET_PAIRS, NoiseConfig, build_pairs
 from pipeline.noise import build as build_module
+from pipeline.noise import decidability
+from pipeline.noise.decidability import check_labels
 from pipeline.noise.registry import DropReason
 from pipeline.task_model import tasks_from_arrow, tasks_to_arrow
 from pipeline.templates import extract_clean_tasks
@@ -104,20 +109,30 @@ def test_an_open_connection_can_be_passed_instead_of_a_path(demo_full_db, few_cl
            [t.to_dict() for t in build_pairs(demo_full_db, few_clean, NoiseConfig(target_pairs=10), seed=3).twins]
 
 
-def test_a_level_opened_from_a_path_asks_its_small_statements_on_one_duckdb_thread(demo_full_db, few_clean,
-                                                                                 monkeypatch):
+def _spy_small_statement_readers(monkeypatch, *modules) -> list[tuple[str, int]]:
+    """(module, threads) for every small-statement reader the modules open."""
+    opened = []
+    real = duckdb_memory.small_statement_reader
+
+    @contextmanager
+    def recording(path):
+        with real(path) as con:
+            opened.append(con.execute("SELECT current_setting('threads')").fetchone()[0])
+            yield con
+
+    for module in modules:
+        monkeypatch.setattr(module, "small_statement_reader", recording)
+    return opened
+
+
+def test_a_level_and_its_label_check_ask_their_small_statements_on_one_duckdb_thread(demo_full_db, few_clean,
+                                                                                      monkeypatch):
     # Thousands of millisecond statements: a second DuckDB thread costs them CPU and gains no time.
-    threads = []
-    opened = build_module.open_read_only
-
-    def recording(path, **kwargs):
-        con = opened(path, **kwargs)
-        threads.append(con.execute("SELECT current_setting('threads')").fetchone()[0])
-        return con
-
-    monkeypatch.setattr(build_module, "open_read_only", recording)
-    build_pairs(demo_full_db, few_clean, NoiseConfig(target_pairs=10), seed=3)
-    assert threads == [1]
+    opened = _spy_small_statement_readers(monkeypatch, build_module, decidability)
+    result = build_pairs(demo_full_db, few_clean, NoiseConfig(target_pairs=10), seed=3)
+    assert opened == [SMALL_STATEMENT_THREADS] == [1]
+    check_labels(demo_full_db, result.twins[:3])
+    assert opened == [1, 1]
 
 
 def test_a_gold_sql_is_run_once_per_patch_however_far_apart_it_is_asked(demo_full_db, demo_built, monkeypatch):

@@ -131,7 +131,7 @@ def test_an_admission_weight_is_charted_in_kg_and_in_lb_together(demo_full_db):
 
 
 def test_an_item_named_with_a_quote_is_read_as_its_name():
-    # Items are data: a result name with an apostrophe is a string in the query, not the end of one.
+    # A result name with an apostrophe is a string in the query, not the end of one.
     con = duckdb.connect()
     con.execute("CREATE TABLE omr (row_id BIGINT, subject_id INTEGER, chartdate DATE, result_name VARCHAR, "
                 "result_value VARCHAR)")

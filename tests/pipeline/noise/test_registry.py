@@ -48,3 +48,17 @@ def test_a_cohort_count_gets_no_conflicting_duplicate_but_a_patient_count_may():
 def test_value_noise_needs_the_measured_value_the_answer_rests_on():
     for noise_type in (NoiseType.IMPLAUSIBLE_VALUE, NoiseType.UNIT_MISMATCH):
         assert injector(noise_type).applies.needs_measure
+
+
+def test_every_drop_reason_is_one_the_builder_gives_and_the_architecture_names():
+    # A reason nothing produces misleads the reader of a drop report, and one the docs omit goes unexplained.
+    from pathlib import Path
+
+    from pipeline.noise.registry import DropReason
+
+    repo = Path(__file__).resolve().parents[3]
+    source = "".join(p.read_text() for p in (repo / "pipeline" / "noise").glob("*.py") if p.name != "registry.py")
+    docs = (repo / "docs" / "architecture.md").read_text()
+    for reason in DropReason:
+        assert f"DropReason.{reason.name}" in source, f"{reason.value}: nothing drops a candidate for it"
+        assert f"`{reason.value}`" in docs, f"{reason.value}: docs/architecture.md does not name it"
