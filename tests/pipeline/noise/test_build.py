@@ -110,7 +110,7 @@ def test_an_open_connection_can_be_passed_instead_of_a_path(demo_full_db, few_cl
 
 
 def _spy_small_statement_readers(monkeypatch, *modules) -> list[tuple[str, int]]:
-    """(module, threads) for every small-statement reader the modules open."""
+    """The threads of every small-statement reader the modules open, in order."""
     opened = []
     real = duckdb_memory.small_statement_reader
 
