@@ -58,3 +58,28 @@ def synthetic_db(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("synthetic") / "synthetic.duckdb"
     generate_synthetic(path, patients=SYNTHETIC_PATIENTS, seed=SYNTHETIC_SEED)
     return path
+
+
+@pytest.fixture
+def small_statement_readers(monkeypatch):
+    """``spy(*modules)``: the threads of every small-statement reader those modules open, in order (a
+    list that fills as they open them)."""
+    from contextlib import contextmanager
+
+    from pipeline import duckdb_memory
+
+    opened: list[int] = []
+    real = duckdb_memory.small_statement_reader
+
+    @contextmanager
+    def recording(path):
+        with real(path) as con:
+            opened.append(con.execute("SELECT current_setting('threads')").fetchone()[0])
+            yield con
+
+    def spy(*modules) -> list[int]:
+        for module in modules:
+            monkeypatch.setattr(module, "small_statement_reader", recording)
+        return opened
+
+    return spy

@@ -132,24 +132,13 @@ def test_inconsistent_shares_fail_the_run_with_the_reason(demo_paths):
         _materialize(demo_paths, NoiseLevel.RECORD, level_shares={"record": 0.9})
 
 
-def test_the_recheck_asks_its_statements_on_one_duckdb_thread(demo_paths, runs, monkeypatch):
-    from contextlib import contextmanager
-
+def test_the_recheck_asks_its_statements_on_one_duckdb_thread(demo_paths, runs, small_statement_readers):
     from assets.noise import checks
-    from pipeline import duckdb_memory
+    from pipeline.duckdb_memory import SMALL_STATEMENT_THREADS
     from pipeline.noise.task_files import read_clean_tasks
 
-    opened = []
-    real = duckdb_memory.small_statement_reader
-
-    @contextmanager
-    def recording(path):
-        with real(path) as con:
-            opened.append(con.execute("SELECT current_setting('threads')").fetchone()[0])
-            yield con
-
-    monkeypatch.setattr(checks, "small_statement_reader", recording)
+    opened = small_statement_readers(checks)
     twins = read_twins(twins_path(demo_paths.noise_dir, NoiseLevel.RECORD))
     clean = {t.task_id: t for t in read_clean_tasks(demo_paths.clean_tasks_dir)}
     result = checks.twins_recheck(demo_paths.source_db, twins, clean)
-    assert result.passed and opened == [duckdb_memory.SMALL_STATEMENT_THREADS] == [1]
+    assert result.passed and opened == [SMALL_STATEMENT_THREADS] == [1]

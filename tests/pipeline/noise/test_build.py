@@ -2,13 +2,11 @@
 
 import dataclasses
 from collections import Counter
-from contextlib import contextmanager
 
 import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline import duckdb_memory
 from pipeline.duckdb_memory import SMALL_STATEMENT_THREADS
 from pipeline.noise import DEFAULT_TARGET_PAIRS, NoiseConfig, build_pairs
 from pipeline.noise import build as build_module
@@ -109,26 +107,10 @@ def test_an_open_connection_can_be_passed_instead_of_a_path(demo_full_db, few_cl
            [t.to_dict() for t in build_pairs(demo_full_db, few_clean, NoiseConfig(target_pairs=10), seed=3).twins]
 
 
-def _spy_small_statement_readers(monkeypatch, *modules) -> list[tuple[str, int]]:
-    """The threads of every small-statement reader the modules open, in order."""
-    opened = []
-    real = duckdb_memory.small_statement_reader
-
-    @contextmanager
-    def recording(path):
-        with real(path) as con:
-            opened.append(con.execute("SELECT current_setting('threads')").fetchone()[0])
-            yield con
-
-    for module in modules:
-        monkeypatch.setattr(module, "small_statement_reader", recording)
-    return opened
-
-
 def test_a_level_and_its_label_check_ask_their_small_statements_on_one_duckdb_thread(demo_full_db, few_clean,
-                                                                                      monkeypatch):
+                                                                                      small_statement_readers):
     # Thousands of millisecond statements: a second DuckDB thread costs them CPU and gains no time.
-    opened = _spy_small_statement_readers(monkeypatch, build_module, decidability)
+    opened = small_statement_readers(build_module, decidability)
     result = build_pairs(demo_full_db, few_clean, NoiseConfig(target_pairs=10), seed=3)
     assert opened == [SMALL_STATEMENT_THREADS] == [1]
     check_labels(demo_full_db, result.twins[:3])
