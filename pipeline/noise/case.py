@@ -147,10 +147,6 @@ def read_evidence(con: duckdb.DuckDBPyConnection, tasks: Sequence[Task]) -> dict
     return out
 
 
-# The ``memo`` keys of lookups read for the expected rows together (``SourceLookup.expect_rows``).
-EXPECTED_ROW_LOOKUPS = frozenset({"copied among expected", "given in emar: expected"})
-
-
 class SourceLookup:
     """Cached facts about the source database that injectors draw values from."""
 
@@ -161,6 +157,8 @@ class SourceLookup:
         # Patients the tasks at hand name: what is read per patient is read for all of them at once.
         self.expected_subjects: frozenset[int] = frozenset()
         self._expected_rows: dict[str, list[dict]] = {}  # evidence rows of the tasks at hand (``expect_rows``)
+        # What is read for all the expected rows together (other modules cache here too): forgotten with them.
+        self.expected_memo: dict[tuple, Any] = {}
         self._tables = {r[0] for r in con.execute(
             "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
             "AND schema_name = 'main'").fetchall()}
@@ -241,8 +239,7 @@ class SourceLookup:
         table's first lookup (``rows_recorded_also``), not a query per task. Lookups read for rows
         expected before are forgotten."""
         self._expected_rows = dict(rows_by_table)
-        for key in [k for k in self.memo if k[0] in EXPECTED_ROW_LOOKUPS]:
-            del self.memo[key]
+        self.expected_memo = {}
 
     def expected_rows(self, table_name: str) -> list[dict]:
         """The expected evidence rows of ``table_name`` (``expect_rows``; none before it is called)."""
@@ -252,15 +249,16 @@ class SourceLookup:
         """(the keys of the expected rows of ``table_name`` that ``copy`` is looked up by, those of them
         that have a copy), or None without expected rows."""
         key = ("copied among expected", table_name, copy)
-        if key not in self.memo:
+        if key not in self.expected_memo:
             rows = self._expected_rows.get(table_name)
             lookups = [lk for lk in copied_keys(table_name, rows, self._tables) if lk[0] == copy] if rows else []
             if lookups:
                 _, sql, params, rows_of = lookups[0]
-                self.memo[key] = (frozenset(rows_of), frozenset(tuple(k) for k in self.con.execute(sql, params).fetchall()))
+                self.expected_memo[key] = (frozenset(rows_of),
+                                           frozenset(tuple(k) for k in self.con.execute(sql, params).fetchall()))
             else:
-                self.memo[key] = None
-        return self.memo[key]
+                self.expected_memo[key] = None
+        return self.expected_memo[key]
 
     # An item "every" encounter has: all but a few. At full scale a handful of the 70K ICU stays have
     # no heart rate at all; a stay left without one by a twin is still a record of a kind never seen.

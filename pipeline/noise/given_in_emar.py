@@ -42,12 +42,12 @@ def given_in_emar(lookup: SourceLookup, table_name: str, rows: Iterable[dict]) -
     ids = {r[ROW_ID] for r in rows}
     if table_name != "inputevents" or not ids or not all(lookup.has_table(t) for t in ("emar", "d_items")):
         return frozenset()
-    key = ("given in emar: expected",)
-    if key not in lookup.memo:
+    key = ("given in emar",)
+    if key not in lookup.expected_memo:
         expected = sorted({r[ROW_ID] for r in lookup.expected_rows(table_name)})
-        lookup.memo[key] = (frozenset(expected), frozenset(
+        lookup.expected_memo[key] = (frozenset(expected), frozenset(
             r for (r,) in lookup.con.execute(_given_sql(), [expected]).fetchall()) if expected else frozenset())
-    expected, given = lookup.memo[key]
+    expected, given = lookup.expected_memo[key]
     if ids <= expected:
         return given & ids
     return frozenset(r for (r,) in lookup.query(("given in emar", tuple(sorted(ids))), _given_sql(), [sorted(ids)]))

@@ -134,7 +134,7 @@ class FalsePremise(Injector):
                 # A dictionary name of the clean name's family never recorded for anyone, nor its
                 # measurement under another label.
                 pool = _of_family(lookup, source, case.slots[name])
-                mine = measured_alike(recorded_folded(lookup, kind)) - recorded_folded(lookup, kind)
+                mine = _alike_unrecorded(lookup, kind)
                 scope = "events of any patient"
             within = case.template.names_within.get(name)
             if within is not None:
@@ -258,6 +258,16 @@ def _of_family(lookup: SourceLookup, source: NameSource, clean: str) -> list[str
         by_family = lookup.memo[by_family_key]
         kin = {n for f in family.get(clean, ()) for n in by_family.get(f, ())}
         lookup.memo[key] = sorted(n for n in kin if _encounter(n) == _encounter(clean))
+    return lookup.memo[key]
+
+
+def _alike_unrecorded(lookup: SourceLookup, kind: SlotKind) -> frozenset[str]:
+    """Names no one is recorded under that record what a recorded name records (``measured_alike``),
+    case-folded (cached)."""
+    key = ("alike, unrecorded", kind)
+    if key not in lookup.memo:
+        recorded = recorded_folded(lookup, kind)
+        lookup.memo[key] = frozenset(measured_alike(recorded) - recorded)
     return lookup.memo[key]
 
 

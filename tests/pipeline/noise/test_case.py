@@ -61,3 +61,25 @@ def test_rows_expected_ahead_are_looked_up_together_and_others_as_before(demo_fu
             [{c: v for c, v in r.items() if c != "charttime"} for r in rows] + rows
         assert ahead.rows_recorded_also(name, other) == alone.rows_recorded_also(name, other)
         assert [k for k in ahead._cache if k[0] == "copied keys"]
+
+
+def test_rows_expected_anew_are_read_together_anew(demo_full_db):
+    """A second ``expect_rows`` (another level's tasks on the same lookup) forgets what was read for the
+    first rows: the new rows are read together too, and found as a lookup of their own finds them."""
+    from pipeline.noise.given_in_emar import given_in_emar
+
+    with duckdb.connect(str(demo_full_db), read_only=True) as con:
+        first = {name: _sample_rows(con, name, 11) for name in ("labevents", "inputevents")}
+        then = {name: _sample_rows(con, name, 13) for name in ("labevents", "inputevents")}
+        lookup, alone = SourceLookup(con), SourceLookup(con)
+        lookup.expect_rows(first)
+        for name, rows in first.items():
+            lookup.rows_recorded_also(name, rows)
+        given_in_emar(lookup, "inputevents", first["inputevents"])
+        lookup.expect_rows(then)
+        assert lookup.rows_recorded_also("labevents", then["labevents"]) == \
+            alone.rows_recorded_also("labevents", then["labevents"])
+        given = given_in_emar(lookup, "inputevents", then["inputevents"])
+        assert given == given_in_emar(alone, "inputevents", then["inputevents"]) and given
+        assert not [k for k in lookup._cache if k[0] in ("copied keys", "given in emar")], \
+            "a row expected anew was looked up on its own"
