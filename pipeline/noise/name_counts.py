@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from pipeline.noise.names import NameSource, refines_condition
+from pipeline.noise.names import NameSource, folded_as_sql, refines_condition
 
 
 @dataclass(frozen=True)
@@ -84,9 +84,8 @@ class NameCounts:
         return n
 
     def _fold(self, value: str) -> str:
-        # DuckDB's own lower(trim(...)), as the SQL compares: Python's case mapping is not quite it.
         if value not in self._folded:
-            (self._folded[value],), = self.con.execute("SELECT lower(trim(?))", [value]).fetchall()
+            self._folded[value] = folded_as_sql(self.con, value)
         return self._folded[value]
 
     def _grouped(self, sql: str) -> Counter:

@@ -25,6 +25,16 @@ def _norm(expr: str) -> str:
     return f"lower(trim({expr}))"
 
 
+def folded_as_sql(con, value: str) -> str:
+    """``value`` as DuckDB's ``lower(trim(...))`` folds it, the fold the SQL compares names by. For ASCII
+    it is Python's ``strip(" ").lower()`` (DuckDB's trim takes spaces only); anything else is asked of
+    DuckDB, whose case mapping and trimming of other characters are not quite Python's."""
+    if value.isascii():
+        return value.strip(" ").lower()
+    (folded,), = con.execute("SELECT lower(trim(?))", [value]).fetchall()
+    return folded
+
+
 @dataclass(frozen=True)
 class NameSource:
     kind: SlotKind

@@ -33,7 +33,7 @@ import duckdb
 from pipeline.noise.anomalies import ENCOUNTER_OF, STATUS_OF, UNIT_OF, USUAL_UNITS_TABLE, AnomalyKind, Flagged, \
     RowChecker, all_usual_units_sql, anomalies_sql, anomalous_rows_sql, flag_rows, usual_of
 from pipeline.answers import Observed, observe
-from pipeline.noise.names import NAME_SOURCES, NAMED_KINDS, NameSource
+from pipeline.noise.names import NAME_SOURCES, NAMED_KINDS, NameSource, folded_as_sql
 from pipeline.noise.physiology import conversions_for, written_back
 from pipeline.noise.case import CleanAnswers, measure_of
 from pipeline.noise.partner_rows import Casts, PartnerRows, Row, SourceRows
@@ -158,7 +158,7 @@ class _NameIndex:
                 spelled.setdefault(folded, set()).add(name)
             self._spelled = {k: tuple(sorted(v)) for k, v in spelled.items()}
         if value not in self._folded:
-            (self._folded[value],), = self.con.execute("SELECT lower(trim(?))", [value]).fetchall()
+            self._folded[value] = folded_as_sql(self.con, value)
         return self._spelled.get(self._folded[value], ())
 
     def known(self, value: str) -> bool:

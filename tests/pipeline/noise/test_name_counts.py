@@ -124,3 +124,27 @@ def test_expected_patients_read_together_give_what_one_patient_at_a_time_gives(d
                 empty += not names
             assert all((source, s) in counts._of_subject for s in expected)  # read together
         assert compared >= 20 and empty >= 1, (compared, empty)
+
+
+class _Counting:
+    """A connection that counts the statements asked of it."""
+
+    def __init__(self, con):
+        self.con, self.statements = con, 0
+
+    def execute(self, *args):
+        self.statements += 1
+        return self.con.execute(*args)
+
+
+def test_a_name_is_folded_as_duckdb_folds_it_and_an_ascii_name_without_asking_duckdb():
+    from pipeline.noise.names import folded_as_sql
+
+    ascii_names = ["  Heart Rate ", "\tGlucose\t", "pH \n", "WBC", "Hemoglobin  A2", " ", ""]
+    other = ["Ä Ö é ", "İstanbul", "a\u00a0", "\u00a0Na\u00a0", "ǅ"]
+    with duckdb.connect() as con:
+        counting = _Counting(con)
+        for name in ascii_names + other:
+            (expected,), = con.execute("SELECT lower(trim(?))", [name]).fetchall()
+            assert folded_as_sql(counting, name) == expected, repr(name)
+    assert counting.statements == len(other)
