@@ -62,14 +62,20 @@ def _unit_scale(value: float, item: MeasuredItem) -> list[float]:
     return [charted_in_other_unit(c.apply(value), value) for c in item.conversions]
 
 
+def _keyed(text: str, value: float) -> list[float]:
+    """The value keyed as ``text`` (with ``value``'s sign), if it is written back as keyed: "105" with its
+    first two digits swapped is "015", stored as 15, which reads as a digit dropped, not two swapped."""
+    keyed = float(text)
+    return [keyed * (1 if value >= 0 else -1)] if _digits(keyed) == text else []
+
+
 def _transposed_digits(value: float, item: MeasuredItem) -> list[float]:
     text = _digits(abs(value))
     out = []
     for i in range(len(text) - 1):
         a, b = text[i], text[i + 1]
         if a.isdigit() and b.isdigit() and a != b:
-            swapped = text[:i] + b + a + text[i + 2:]
-            out.append(float(swapped) * (1 if value >= 0 else -1))
+            out += _keyed(text[:i] + b + a + text[i + 2:], value)
     return out
 
 
@@ -78,7 +84,7 @@ def _doubled_digit(value: float, item: MeasuredItem) -> list[float]:
     out = []
     for i, ch in enumerate(text):
         if ch.isdigit():
-            out.append(float(text[:i + 1] + ch + text[i + 1:]) * (1 if value >= 0 else -1))
+            out += _keyed(text[:i + 1] + ch + text[i + 1:], value)
     return out
 
 

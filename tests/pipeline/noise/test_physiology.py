@@ -72,3 +72,22 @@ def test_an_end_keyed_wrong_keeps_the_first_two_digits_of_its_year():
             assert str(wrong.year)[:2] == str(end.year)[:2], (end, wrong)
     # A slip in the last two digits still makes one: 2154 keyed 2145.
     assert any(w.year == 2145 for w in _end_typed_wrong(datetime(2154, 3, 10), datetime(2150, 1, 1)))
+
+
+def test_swapped_or_doubled_digits_are_written_back_as_they_were_keyed():
+    """Review: 16 of the demo's 46 transposed digits read as a digit dropped: a chloride of 105 keyed
+    "015" is stored as 15, a pCO2 of 40 keyed "04" as 4. What is written must show the swap."""
+    from pipeline.noise.physiology import format_value
+    from pipeline.noise.value_errors import _doubled_digit, _transposed_digits
+
+    for value in (105.0, 40.0, 70.5, 102.1, 0.05, 1.05, 52.5, 20.0, -12.5, 100.0):
+        text = format_value(abs(value))
+        for wrong in _transposed_digits(value, None):
+            keyed = format_value(abs(wrong))
+            assert len(keyed) == len(text) and sorted(keyed) == sorted(text), (value, wrong)
+            assert sum(a != b for a, b in zip(keyed, text)) == 2, (value, wrong)
+        for wrong in _doubled_digit(value, None):
+            keyed = format_value(abs(wrong))
+            assert len(keyed) == len(text) + 1 and any(keyed[:i] + keyed[i + 1:] == text for i in range(len(keyed)))
+    assert _transposed_digits(105.0, None) == [150.0] and _transposed_digits(102.1, None) == [120.1]
+    assert _transposed_digits(40.0, None) == [] and 0.5 not in _doubled_digit(0.5, None)
