@@ -58,6 +58,9 @@ def main() -> int:
     print(f"\nraw DuckDB read_csv load of the same files: {raw:.1f} s (median of {args.repeat}); "
           f"release / raw load = **{run.wall / raw:.1f}x** (target 15x); largest process peak RSS "
           f"{run.peak_rss_mib:.0f} MiB")
+    # No schedule beats the CPU over the workers: below this ratio only less CPU gets.
+    print(f"\nthe lowest ratio this much CPU allows on {args.workers} worker(s): "
+          f"{run.cpu / args.workers / raw:.1f}x; 15x needs the build's CPU under {15 * raw * args.workers:.0f} s")
     return 0
 
 
