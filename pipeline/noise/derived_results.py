@@ -174,7 +174,7 @@ def _siblings(lookup: SourceLookup, d: Derivation, keys: list) -> list[tuple[int
     once for all the rows sharing the keys but the last (a patient's specimens, a stay's charting times):
     a question's evidence is hundreds of a stay's pressures, one query, not one each."""
     *outer, last = d.within
-    key = ("siblings", d.table, d.within, d.items, *keys[:-1])
+    key = ("siblings", d.table, d.item, d.value, d.within, d.items, *keys[:-1])  # all the query reads
     if key not in lookup.memo:
         where = " AND ".join([f'"{c}" = ?' for c in outer] + [f'"{d.value}" IS NOT NULL'])
         items = ", ".join("'" + i.replace("'", "''") + "'" if isinstance(i, str) else str(i) for i in d.items)

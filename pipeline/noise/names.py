@@ -264,13 +264,15 @@ def families(lookup: SourceLookup, source: NameSource) -> dict[str, frozenset[st
 def recorded_folded(lookup: SourceLookup, kind: SlotKind, subject_id: int | None = None) -> frozenset[str]:
     """Every name any source of ``kind`` records for anyone (or for patient ``subject_id``), case-folded
     and trimmed (cached for everyone; a patient's names are cached by ``recorded_names``)."""
-    if subject_id is not None:
+    def folded() -> frozenset[str]:
         return frozenset(n.strip().casefold() for s in NAME_SOURCES if s.kind is kind and present(lookup, s)
                          for n in recorded_names(lookup, s, subject_id))
+
+    if subject_id is not None:
+        return folded()
     key = ("recorded folded", kind)
     if key not in lookup.memo:
-        lookup.memo[key] = frozenset(n.strip().casefold() for s in NAME_SOURCES if s.kind is kind and present(lookup, s)
-                                     for n in recorded_names(lookup, s))
+        lookup.memo[key] = folded()
     return lookup.memo[key]
 
 

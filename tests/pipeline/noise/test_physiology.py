@@ -85,7 +85,8 @@ def test_swapped_or_doubled_digits_are_written_back_as_they_were_keyed():
         for wrong in _transposed_digits(value, None):
             keyed = format_value(abs(wrong))
             assert len(keyed) == len(text) and sorted(keyed) == sorted(text), (value, wrong)
-            assert sum(a != b for a, b in zip(keyed, text)) == 2, (value, wrong)
+            moved = [i for i, (a, b) in enumerate(zip(keyed, text)) if a != b]
+            assert len(moved) == 2 and moved[1] == moved[0] + 1, (value, wrong)  # two neighbours swapped
         for wrong in _doubled_digit(value, None):
             keyed = format_value(abs(wrong))
             assert len(keyed) == len(text) + 1 and any(keyed[:i] + keyed[i + 1:] == text for i in range(len(keyed)))
