@@ -11,6 +11,7 @@ slot's value.
 Names compare ignoring case and surrounding spaces, as the templates' own SQL does for drugs.
 """
 
+import re
 from dataclasses import dataclass
 
 from pipeline.noise.case import SourceLookup
@@ -52,10 +53,20 @@ class NameSource:
     # entry: the tail of 110K ICD titles ("..., subsequent encounter") or an item of another kind (a point
     # event in a question about how long a line stayed) gave the twin away.
     family: str | None = None
+    # Dictionary rows that name no test: retired and reserved entries ("Delete", "Reserved4") and
+    # specimen-handling ones ("Call", "Blue Top Hold Frozen"), as a regex over the trimmed name, case
+    # aside. They are never recorded, so a population false premise could presume them, and "the
+    # average blood Delete" is no question anyone asks: it reads as made by a generator, not as a
+    # mistaken premise.
+    placeholder: str | None = None
 
     @property
     def events_table(self) -> str:
         return self.tables[0]
+
+    def presumable(self, name: str) -> bool:
+        """Whether a question could presume ``name``: it is no placeholder row of the dictionary."""
+        return self.placeholder is None or not re.fullmatch(self.placeholder, name.strip(), re.IGNORECASE)
 
     def _conditions(self, subject_id: int | None = None) -> list[str]:
         conds = [self.where] if self.where else []
@@ -151,8 +162,13 @@ def refines_condition(name_expr: str, value: str) -> str:
 
 
 def _src(kind, events, name, tables, dictionary=None, where="", dictionary_where="", group=None,
-         family=None) -> NameSource:
-    return NameSource(kind, events, name, tables, dictionary, where, dictionary_where, group, family)
+         family=None, placeholder=None) -> NameSource:
+    return NameSource(kind, events, name, tables, dictionary, where, dictionary_where, group, family, placeholder)
+
+
+# d_labitems rows that are no test: retired or reserved ids, specimen handling and billing, one-letter codes.
+LAB_PLACEHOLDERS = (r"delete|reserved\s*\d*|xxx|test|none|[a-z]|call|fax|billed|send out|stat|referred|no md|not done"
+                    r"|problem specimen|study tubes|confirmation|dr\.?\s*x|icd9|.*\bhold\b.*")
 
 
 _ICD_FAMILY = "icd_version || ':' || left(icd_code, 3)"
@@ -163,7 +179,7 @@ NAME_SOURCES: tuple[NameSource, ...] = (
     # Laboratory questions ask for a "blood" test: other fluids' tests are not among their names.
     _src(K.LAB_ITEM, "labevents AS e JOIN d_labitems AS d ON d.itemid = e.itemid", "d.label",
          ("labevents", "d_labitems"), ("d_labitems", "label"), "d.fluid = 'Blood'", "fluid = 'Blood'", "d.category",
-         "category"),
+         "category", placeholder=LAB_PLACEHOLDERS),
     _src(K.CHART_ITEM, "chartevents AS e JOIN d_items AS d ON d.itemid = e.itemid", "d.label",
          ("chartevents", "d_items"), ("d_items", "label"), "d.linksto = 'chartevents'",
          "linksto = 'chartevents'", "d.category", "category"),

@@ -29,6 +29,7 @@ from pipeline.noise.case import CleanCase, SourceLookup
 from pipeline.noise.edits import pick
 from pipeline.noise.made_up import MadeUp
 from pipeline.noise.name_counts import NameCount, RefinementCount
+from pipeline.noise.name_variants import NameVariants
 from pipeline.noise.names import NAME_SOURCES, NAMED_KINDS, NameSource, dictionary_names, families, present, \
     recorded_folded, recorded_names, refines, source_of
 from pipeline.noise.proof import literal
@@ -142,10 +143,13 @@ class FalsePremise(Injector):
             unit = case.task.unit if getattr(case.template, "unit_sql", None) else None
             numeric = case.task.answer_type is AnswerType.NUMBER
             # Nor a name that refines one of them, or that one of them refines: "Phenylephrine (200/250)"
-            # beside a recorded "Phenylephrine" is answered by a reader who matches the drug.
+            # beside a recorded "Phenylephrine" is answered by a reader who matches the drug. Nor one a
+            # reader takes for one of them ("Total Calcium" for "Calcium, Total": ``name_variants``).
             near = sorted(mine) if subject is not None else _recorded_sorted(lookup, kind)
+            variants = _variants(lookup, kind, subject, near)
             others = [n for n in pick(pool, 4 * NAMES_TRIED + len(mine), rng) if n.strip().casefold() not in mine
                       and not _refines_or_refined(n.strip().casefold(), near)
+                      and not variants.read_as_recorded(n)
                       and _fits(lookup, kind, n, unit, numeric)]
             for other in others[:NAMES_TRIED]:
                 facts = tuple(_named(f"{scope} named {other!r} ({s.events_table})",
@@ -214,15 +218,16 @@ def _fits(lookup: SourceLookup, kind: SlotKind, name: str, unit: str | None, num
 
 
 def _sorted(lookup: SourceLookup, source: NameSource, which: str) -> list[str]:
-    """Recorded names, or dictionary names never recorded by anyone, as a sorted list (cached: seeded
-    picks need a fixed order)."""
+    """Recorded names, or dictionary names never recorded by anyone that a question could presume
+    (``NameSource.placeholder``), as a sorted list (cached: seeded picks need a fixed order)."""
     key = ("sorted", which, source.events, source.name, source.where)
     if key not in lookup.memo:
         if which == "recorded":
             names = recorded_names(lookup, source)
         else:
             recorded = recorded_folded(lookup, source.kind)
-            names = {n for n in dictionary_names(lookup, source) if n.strip().casefold() not in recorded}
+            names = {n for n in dictionary_names(lookup, source)
+                     if n.strip().casefold() not in recorded and source.presumable(n)}
         lookup.memo[key] = sorted(names)
     return lookup.memo[key]
 
@@ -268,6 +273,14 @@ def _alike_unrecorded(lookup: SourceLookup, kind: SlotKind) -> frozenset[str]:
     if key not in lookup.memo:
         recorded = recorded_folded(lookup, kind)
         lookup.memo[key] = frozenset(measured_alike(recorded) - recorded)
+    return lookup.memo[key]
+
+
+def _variants(lookup: SourceLookup, kind: SlotKind, subject: int | None, near: list[str]) -> NameVariants:
+    """``near`` (the names recorded for the patient, or for anyone) indexed for ``read_as_recorded`` (cached)."""
+    key = ("name variants", kind, subject)
+    if key not in lookup.memo:
+        lookup.memo[key] = NameVariants(near)
     return lookup.memo[key]
 
 

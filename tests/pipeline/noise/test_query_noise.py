@@ -228,3 +228,63 @@ def test_a_false_premise_never_presumes_a_measurement_the_patient_has_under_anot
         assert mean not in presumed(case)
         monkeypatch.setattr(query_noise, "measured_alike", set)  # the rule switched off: the pool is presumed
         assert mean in presumed(case)
+
+
+def test_a_population_false_premise_never_presumes_a_placeholder_row_of_the_lab_dictionary(demo_db):
+    """Twenty-seventh session's review: "What is the average blood Delete over all results of patients
+    whose recorded gender is F?" and "... maximum blood Reserved4 ..." were twins. d_labitems lists
+    retired, reserved and specimen-handling rows no one is recorded under; a question presuming one reads
+    as made by a generator. Real tests never recorded in the demo stay presumable."""
+    from pipeline.noise.names import NAME_SOURCES, dictionary_names, recorded_folded
+    from pipeline.noise.query_noise import _of_family
+
+    labs = next(s for s in NAME_SOURCES if s.kind is SlotKind.LAB_ITEM)
+    assert not any(labs.presumable(n) for n in ("Delete", " Reserved4", "Call", "Blue Top Hold Frozen", "Dr. X", "Z"))
+    assert all(labs.presumable(n) for n in ("HIV 1 Ab Confirmation", "C5", "Renin", "Test Tube", "Threshold"))
+    with duckdb.connect(str(demo_db), read_only=True) as con:
+        lookup = SourceLookup(con)
+        recorded = recorded_folded(lookup, SlotKind.LAB_ITEM)
+        never = {n for n in dictionary_names(lookup, labs) if n.strip().casefold() not in recorded}
+        # The demo's dictionary does list them, never recorded: without the rule they were in the pool.
+        assert {"Delete", "Reserved4", "Call", "Confirmation", "Blue Top Hold Frozen"} <= never
+        pool = _of_family(lookup, labs, "Sodium")
+    assert "Renin" in pool and "Estradiol" in pool
+    assert [n for n in pool if not labs.presumable(n)] == []
+
+
+def test_a_false_premise_never_presumes_a_name_a_reader_takes_for_a_recorded_one(demo_built, monkeypatch):
+    """Twenty-seventh session's review: the population pool held "Total Calcium" (recorded as "Calcium,
+    Total"), "Total CO2" ("Calculated Total CO2") and "Gamma Glutamyltranferase" (a slip of a recorded
+    name): asked for them, a careful reader answers from the recorded one, so no premise is false."""
+    import random
+
+    import pipeline.noise.query_noise as query_noise
+    from pipeline.noise.case import CleanCase
+    from pipeline.noise.name_variants import NameVariants
+    from pipeline.noise.query_noise import FalsePremise
+    from pipeline.templates import REGISTRY
+    from pipeline.vocabulary import Level
+
+    db, clean, _ = demo_built
+    injector = FalsePremise()
+    population = [t for t in clean if t.level is Level.POPULATION and t.template_id.startswith(("lab_", "dx_", "med_"))]
+    assert population
+
+    def presumed() -> set[tuple[SlotKind, str]]:
+        lookup = SourceLookup(con)
+        out = set()
+        for task in population:
+            case = CleanCase(task, REGISTRY.get(task.template_id), {})
+            out |= {(case.slot_kinds[d.param("slot")], d.param("presumed"))
+                    for seed in range(8) for d in injector.drafts(case, lookup, random.Random(seed))}
+        return out
+
+    with duckdb.connect(str(db), read_only=True) as con:
+        # bound before the rule is switched off below
+        reads_as_recorded = {k: NameVariants(query_noise._recorded_sorted(SourceLookup(con), k)).read_as_recorded
+                             for k in (SlotKind.LAB_ITEM, SlotKind.DIAGNOSIS, SlotKind.DRUG)}
+        kept = presumed()
+        assert kept and not [n for k, n in kept if reads_as_recorded[k](n)]
+        # The rule switched off: the pools do hold such names, and they are presumed.
+        monkeypatch.setattr(NameVariants, "read_as_recorded", lambda self, name: False)
+        assert [n for k, n in presumed() if reads_as_recorded[k](n)]
