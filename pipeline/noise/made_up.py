@@ -21,6 +21,7 @@ from collections.abc import Callable
 from random import Random
 
 from pipeline.noise.case import SourceLookup
+from pipeline.noise.name_variants import NameVariants
 from pipeline.noise.names import NameSource, known_anywhere, known_folded
 from pipeline.vocabulary import SlotKind, Split
 
@@ -190,12 +191,16 @@ class MadeUp:
         """Whether a made-up category's words hold a known category's, or are held in one's, as a run
         (parentheses aside): "SCHEDULED ELECTIVE" reads as ELECTIVE, "SAME DAY ADMISSION" as SURGICAL
         SAME DAY ADMISSION, "Vascular Intensive Care Unit (VICU)" as Cardiac Vascular Intensive Care
-        Unit (CVICU). A reviewer would answer with that category: the premise is not false."""
+        Unit (CVICU); or all lie within one known category in any order, or with a slip
+        (``name_variants``): "SURGICAL ADMISSION" reads as SURGICAL SAME DAY ADMISSION. A reviewer
+        would answer with that category: the premise is not false."""
         key = ("made_up_known_words", SlotKind.CATEGORY)
         if key not in self.lookup.memo:
-            self.lookup.memo[key] = sorted({_words(k) for k in self._sorted_known(SlotKind.CATEGORY)} - {()})
+            known = self._sorted_known(SlotKind.CATEGORY)
+            self.lookup.memo[key] = (sorted({_words(k) for k in known} - {()}), NameVariants(known))
+        runs, variants = self.lookup.memo[key]
         mine = _words(candidate)
-        return any(_holds(mine, theirs) or _holds(theirs, mine) for theirs in self.lookup.memo[key])
+        return any(_holds(mine, theirs) or _holds(theirs, mine) for theirs in runs) or variants.read_as_recorded(candidate)
 
     def _sorted_known(self, kind: SlotKind) -> list[str]:
         key = ("made_up_sorted_known", kind)

@@ -104,7 +104,8 @@ def test_a_general_name_one_reading_spells_out_is_not_ambiguous():
 
 def test_a_made_up_category_never_reads_as_a_known_one(demo_full_db):
     """Third review: "SCHEDULED ELECTIVE" reads as ELECTIVE, "SAME DAY ADMISSION" as SURGICAL SAME DAY
-    ADMISSION, "Vascular Intensive Care Unit (VICU)" as the CVICU: the premise was not false."""
+    ADMISSION, "Vascular Intensive Care Unit (VICU)" as the CVICU: the premise was not false. Twenty-seventh
+    session: nor "SURGICAL ADMISSION", its words within SURGICAL SAME DAY ADMISSION though not in a run."""
     import random
 
     from pipeline.noise.made_up import MadeUp, _holds, _words
@@ -126,6 +127,9 @@ def test_a_made_up_category_never_reads_as_a_known_one(demo_full_db):
         for name in drawn:
             mine = _words(name)
             assert not any(_holds(mine, k) or _holds(k, mine) for k in known), name
+            assert not any(set(mine) <= set(k) for k in known), name
+        assert MadeUp(lookup, 0)._reads_as_known("SURGICAL ADMISSION")
+        assert not MadeUp(lookup, 0)._reads_as_known("TELEHEALTH ADMISSION")
 
 
 def test_a_presumed_name_is_no_variant_of_a_recorded_one(demo_built):
