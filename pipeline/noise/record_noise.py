@@ -35,6 +35,7 @@ Rows of the entities a question names (the patient, admission or stay row itself
 or detached: without them the question's premise fails, which is query-level noise.
 """
 
+import re
 from collections import Counter
 from collections.abc import Iterator
 from datetime import date, datetime, timedelta
@@ -409,6 +410,13 @@ def _lands_outside_every_encounter(lookup: SourceLookup, rows: list[dict], moved
     return not any(a is not None and b is not None and a <= t <= b for t in moved for a, b in spans)
 
 
+def _names_column(sql: str, column: str) -> bool:
+    """Whether ``sql`` names ``column`` (as a word: ``e.hadm_id``, ``USING (hadm_id)``), or reads whole rows
+    (``*``, a natural join) and so might follow it unnamed."""
+    return bool(re.search(rf"\b{re.escape(column)}\b|\bSELECT\s+(DISTINCT\s+)?\*|\w\.\*|,\s*\*|\bNATURAL\b", sql,
+                          re.IGNORECASE))
+
+
 def _shifted(value, shift: timedelta):
     if isinstance(value, datetime):
         return value + shift
@@ -437,7 +445,9 @@ class OrphanedRecord(Injector):
             if case.task.level is Level.POPULATION and links:
                 rows = _smallest_group(rows, [c for c, _ in links], rng)
             for col, entity in links:
-                if not any(r.get(col) is not None for r in rows):
+                # A link the gold SQL never names is not one its answer follows: breaking it leaves the
+                # answer as it was (425 of the demo's 542 such drafts, none kept, each a proof run).
+                if not any(r.get(col) is not None for r in rows) or not _names_column(case.task.gold_sql, col):
                     continue
                 bad = made_up.entity_id(entity, col, case.split, rng)
                 changes = tuple(ValueChange(name, int(r[ROW_ID]), col, str(bad)) for r in rows)

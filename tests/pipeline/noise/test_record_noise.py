@@ -139,6 +139,31 @@ def test_an_orphaned_rows_moved_times_land_while_the_patient_lives_and_outside_t
     assert checked, "no time_outside_stay draft was made: nothing was checked"
 
 
+def test_an_orphaned_row_is_detached_only_by_a_link_its_gold_sql_follows(built):
+    """Twenty-seventh session: a dangling hadm_id under a question the gold SQL answers by stay (or by
+    patient) leaves the answer as it was; 425 of the demo's record drafts were such, every one dropped
+    after a proof run."""
+    from pipeline.noise.record_noise import _names_column
+    from pipeline.noise.row_roles import LINK_COLUMNS
+    from pipeline.schema import table
+
+    assert _names_column("SELECT count(*) FROM icustays AS i JOIN chartevents AS c USING (stay_id)", "stay_id")
+    assert not _names_column("SELECT count(*) FROM chartevents AS c WHERE c.stay_id = 1", "hadm_id")
+    assert _names_column("SELECT e.* FROM chartevents AS e", "hadm_id")
+    detached = unnamed = 0
+    with _source(built) as (con, lookup, clean):
+        for case in _cases(con, clean):
+            for draft in OrphanedRecord().drafts(case, lookup, Random(0)):
+                if _params(draft)["how"] == "dangling_link":
+                    column = _params(draft)["column"]
+                    assert _names_column(case.task.gold_sql, column), (case.task.task_id, column)
+                    detached += 1
+            unnamed += sum(1 for name in case.evidence for col, entity in LINK_COLUMNS
+                           if table(name).links.get(col) == entity and entity != name
+                           and not _names_column(case.task.gold_sql, col))
+    assert detached and unnamed, "no link was detached, or every link was named: nothing was checked"
+
+
 def _given_by_siblings(con, table_name: str, row: dict, hidden: set[int], exact_only: bool = False) -> bool:
     """Whether the row's result follows from sibling results in the record (read here with a query of the
     test's own, from the declared formulas); with ``exact_only``, from those that give its very value."""
