@@ -48,13 +48,20 @@ def one_slip(a: str, b: str) -> bool:
 class NameVariants:
     """The recorded names, indexed by word, asked whether a name reads as one of them."""
 
+    # Past this many words a slip is looked up in an index of each long word less one letter; below it
+    # (a patient's names) the words are scanned, and the index is not worth its memory.
+    INDEXED_WORDS = 2000
+
     def __init__(self, names: Iterable[str]):
         self._by_word: dict[str, set[frozenset[str]]] = {}
-        self._by_deletion: dict[str, set[str]] = {}  # a word, or it less one letter -> long words
         for name in names:
             ws = words(name)
             for w in ws:
                 self._by_word.setdefault(w, set()).add(ws)
+        self._by_deletion: dict[str, set[str]] | None = None  # a long word, or it less one letter -> long words
+        if len(self._by_word) > self.INDEXED_WORDS:
+            self._by_deletion = {}
+            for w in self._by_word:
                 if len(w) >= SLIP_MIN_LENGTH - 1:
                     for key in {w} | {w[:i] + w[i + 1:] for i in range(len(w))}:
                         self._by_deletion.setdefault(key, set()).add(w)
@@ -77,8 +84,11 @@ class NameVariants:
         """The recorded words one slip away from ``word``."""
         if len(word) < SLIP_MIN_LENGTH:
             return set()
-        keys = {word} | {word[:i] + word[i + 1:] for i in range(len(word))}
-        near = {w for k in keys for w in self._by_deletion.get(k, ())}
+        if self._by_deletion is None:
+            near = (w for w in self._by_word if abs(len(w) - len(word)) <= 1)
+        else:
+            keys = {word} | {word[:i] + word[i + 1:] for i in range(len(word))}
+            near = {w for k in keys for w in self._by_deletion.get(k, ())}
         return {w for w in near if len(w) >= SLIP_MIN_LENGTH and one_slip(word, w)}
 
     def read_as_recorded(self, name: str) -> bool:

@@ -277,8 +277,12 @@ def _alike_unrecorded(lookup: SourceLookup, kind: SlotKind) -> frozenset[str]:
 
 
 def _variants(lookup: SourceLookup, kind: SlotKind, subject: int | None, near: list[str]) -> NameVariants:
-    """``near`` (the names recorded for the patient, or for anyone) indexed for ``read_as_recorded`` (cached)."""
-    key = ("name variants", kind, subject)
+    """``near`` (the names recorded for the patient, or for anyone) indexed for ``read_as_recorded``; kept
+    for everyone's names, made again for a patient's (a few hundred: kept for thousands of patients,
+    they would hold memory a full-scale build needs)."""
+    if subject is not None:
+        return NameVariants(near)
+    key = ("name variants", kind)
     if key not in lookup.memo:
         lookup.memo[key] = NameVariants(near)
     return lookup.memo[key]
