@@ -20,7 +20,7 @@ name begins with the recorded one, which ``query_noise._refines_or_refined`` alr
 import re
 from collections.abc import Iterable
 
-# A slip is read through only in a word this long: short words one letter apart are other words
+# A slip is read through only in a word this long: short words one slip apart are other words
 # ("IX" and "XI", "T3" and "T4").
 SLIP_MIN_LENGTH = 6
 
