@@ -200,7 +200,8 @@ class MadeUp:
             self.lookup.memo[key] = (sorted({_words(k) for k in known} - {()}), NameVariants(known))
         runs, variants = self.lookup.memo[key]
         mine = _words(candidate)
-        return any(_holds(mine, theirs) or _holds(theirs, mine) for theirs in runs) or variants.read_as_recorded(candidate)
+        return (any(_holds(mine, theirs) or _holds(theirs, mine) for theirs in runs)
+                or variants.read_as_recorded(candidate))
 
     def _sorted_known(self, kind: SlotKind) -> list[str]:
         key = ("made_up_sorted_known", kind)
