@@ -9,7 +9,7 @@ once over one connection.
 
 import json
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol
@@ -291,16 +291,25 @@ class SourceLookup:
         return rows[0][0]
 
     def referenced_columns(self, key: str, sql: str) -> tuple[frozenset[str], frozenset[str]]:
-        """Column names a query reads, from DuckDB's parser: (in its select list, anywhere).
+        """Column names a query reads, from DuckDB's parser: (in its select list, anywhere, a join's
+        ``USING`` columns included).
 
         Columns in the select list are what the answer is computed from; the others only filter or
         join rows.
         """
+        return self._parsed(key, sql)[:2]
+
+    def reads_whole_rows(self, key: str, sql: str) -> bool:
+        """Whether the query reads rows whole (``*``, ``alias.*``, a natural join), so it may follow a
+        column it never names."""
+        return self._parsed(key, sql)[2]
+
+    def _parsed(self, key: str, sql: str) -> tuple[frozenset[str], frozenset[str], bool]:
         if ("columns", key) not in self.memo:
             tree = json.loads(self.con.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()[0])
             statements = tree.get("statements") or [{}]
             select_list = statements[0].get("node", {}).get("select_list", [])
-            self.memo[("columns", key)] = (_column_refs(select_list), _column_refs(tree))
+            self.memo[("columns", key)] = (_column_refs(select_list), _column_refs(tree), _whole_rows(tree))
         return self.memo[("columns", key)]
 
     def query(self, key: tuple, sql: str, params: list | None = None) -> list[tuple]:
@@ -308,15 +317,26 @@ class SourceLookup:
         return self._cached(("query",) + key, sql, params)
 
 
-def _column_refs(tree: Any) -> frozenset[str]:
-    found: set[str] = set()
+def _nodes(tree: Any) -> Iterator[dict]:
+    """Every object of a parsed statement's JSON."""
     stack = [tree]
     while stack:
         node = stack.pop()
         if isinstance(node, dict):
-            if node.get("class") == "COLUMN_REF":
-                found.add(node["column_names"][-1])
+            yield node
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
+
+
+def _column_refs(tree: Any) -> frozenset[str]:
+    found: set[str] = set()
+    for node in _nodes(tree):
+        if node.get("class") == "COLUMN_REF":
+            found.add(node["column_names"][-1])
+        found.update(node.get("using_columns") or ())
     return frozenset(found)
+
+
+def _whole_rows(tree: Any) -> bool:
+    return any(node.get("class") == "STAR" or node.get("ref_type") == "NATURAL" for node in _nodes(tree))

@@ -75,7 +75,7 @@ def test_an_end_keyed_wrong_keeps_the_first_two_digits_of_its_year():
 
 
 def test_swapped_or_doubled_digits_are_written_back_as_they_were_keyed():
-    """Review: 16 of the demo's 46 transposed digits read as a digit dropped: a chloride of 105 keyed
+    """Review: 15 of the demo's 46 transposed digits read as a digit dropped: a chloride of 105 keyed
     "015" is stored as 15, a pCO2 of 40 keyed "04" as 4. What is written must show the swap."""
     from pipeline.noise.physiology import format_value
     from pipeline.noise.value_errors import _doubled_digit, _transposed_digits
