@@ -23,6 +23,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from datetime import datetime, timedelta
+from itertools import islice
 from random import Random
 
 from pipeline.noise.case import CleanCase, SourceLookup
@@ -147,11 +148,12 @@ class FalsePremise(Injector):
             # reader takes for one of them ("Total Calcium" for "Calcium, Total": ``name_variants``).
             near = sorted(mine) if subject is not None else _recorded_sorted(lookup, kind)
             variants = _variants(lookup, kind, subject, near)
-            others = [n for n in pick(pool, 4 * NAMES_TRIED + len(mine), rng) if n.strip().casefold() not in mine
+            # Lazily: the first few that pass are kept, and a patient's candidates are hundreds.
+            others = (n for n in pick(pool, 4 * NAMES_TRIED + len(mine), rng) if n.strip().casefold() not in mine
                       and not _refines_or_refined(n.strip().casefold(), near)
                       and not variants.read_as_recorded(n)
-                      and _fits(lookup, kind, n, unit, numeric)]
-            for other in others[:NAMES_TRIED]:
+                      and _fits(lookup, kind, n, unit, numeric))
+            for other in islice(others, NAMES_TRIED):
                 facts = tuple(_named(f"{scope} named {other!r} ({s.events_table})",
                                      NameCount(s, other, subject, recorded=True), "==", 0)
                               for s in sources)

@@ -32,6 +32,10 @@ class Copy:
     # when a line went in, not how long it stayed); empty: the row's facts. A copy settles a question
     # about a column it records (``copies_of``'s ``about``) and always shows that the row's event happened.
     holds: tuple[str, ...] = ()
+    # The copy is the same result written by another system (a lab result the ICU chart imports from the
+    # laboratory's): the two hold one value, and a keying error in one would be in both, so no value twin
+    # makes such a row's value implausible (``value_noise.ImplausibleValue``).
+    imported: bool = False
 
     @property
     def theirs(self) -> tuple[str, ...]:
@@ -109,7 +113,7 @@ ROW_ROLES: dict[str, RowRoles] = {
                           facts=("valuenum", "valueuom", "flag"), mirrors=(("valuenum", "value"),),
                           surrogate=("labevent_id",),
                           recorded_also_in=(Copy("chartevents", ("subject_id", "charttime", "itemid"),
-                                                 _items(CHARTED_AS)),)),  # a result the ICU charts
+                                                 _items(CHARTED_AS), imported=True),)),  # a result the ICU charts
     "microbiologyevents": RowRoles(item=("spec_itemid", "test_itemid"), time=("chartdate", "charttime"),
                                    facts=("org_name", "interpretation", "ab_name"),
                                    surrogate=("microevent_id",)),
@@ -124,7 +128,7 @@ ROW_ROLES: dict[str, RowRoles] = {
     "chartevents": RowRoles(item=("itemid",), time=("charttime", "storetime"), facts=("valuenum", "valueuom"),
                             mirrors=(("valuenum", "value"),),
                             recorded_also_in=(Copy("labevents", ("subject_id", "charttime", "itemid"),
-                                                   _items(CHARTED_FROM)),)),  # a lab result charted
+                                                   _items(CHARTED_FROM), imported=True),)),  # a lab result charted
     "datetimeevents": RowRoles(item=("itemid",), time=("charttime", "storetime"), facts=("value",),
                                recorded_also_in=(Copy("procedureevents", ("subject_id", "stay_id", "value", "itemid"),
                                                       _items(DATES_INSERTION_OF),

@@ -16,7 +16,8 @@ evidence rows of that table, one row per twin.
   is left once the row is set aside; ``implausible_value`` alone where another table records the row
   a second time (``row_roles.RowRoles.recorded_also_in``: an ICU stay's end in ``transfers``, an
   admission's discharge as its discharge transfer), since the copy, not the rest, answers there
-  (noise parameter ``recorded_also``).
+  (noise parameter ``recorded_also``). Never a row whose copy another system imports (``Copy.imported``:
+  a lab result the ICU charts holds one value in both tables, so a keying error would be in both).
 - ``unit_mismatch`` rewrites the value in another unit, with the significant digits the reading was
   charted with, at least three (``physiology.charted_in_other_unit``: 98.8 °F becomes 37.1 °C, 69 kg
   152 lb), and relabels the row's unit column (only where the table has one: a unit an agent can see
@@ -131,6 +132,11 @@ class ImplausibleValue(Injector):
             if recomputable(lookup, table_name, [row], about=value_col, exact_only=True):
                 # Its siblings give the value (a BMI of 999 beside the day's weight and height): the
                 # answer with it set aside, or none, is not what a reader who recomputes it answers.
+                continue
+            if lookup.recorded_also(table_name, [row], about=value_col, imported=True):
+                # The ICU chart imports the laboratory's result: a glucose of 12700 in labevents beside
+                # the chart's 127 is no keying error (it would be in both), and a reader who answers from
+                # the chart's copy is right.
                 continue
             item = _item_of(table_name, row)
             item_key = (table_name, str(item) if item is not None else value_col)

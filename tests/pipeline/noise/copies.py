@@ -4,13 +4,16 @@ test's own rather than by the queries the builder asks."""
 from pipeline.noise.row_roles import roles
 
 
-def copies_in_record(con, table_name: str, row_id: int, about: str | None = None) -> int:
+def copies_in_record(con, table_name: str, row_id: int, about: str | None = None, *, imported: bool = False) -> int:
     """Rows of other tables that record row ``row_id`` of ``table_name`` a second time, on ``con`` as it
     is (inside ``patched``: as a twin leaves the record); with ``about``, only copies that record that
-    column of the row (an insertion date records when a line went in, not how long it stayed)."""
+    column of the row (an insertion date records when a line went in, not how long it stayed); with
+    ``imported``, only copies another system imports (a lab result the ICU charts)."""
     n = 0
     for copy in roles(table_name).recorded_also_in:
         if about is not None and copy.holds and about not in copy.holds:
+            continue
+        if imported and not copy.imported:
             continue
         theirs = copy.named or copy.shared
         same = [f't."{mine}" = o."{their}"' for mine, their in zip(copy.shared, theirs)
