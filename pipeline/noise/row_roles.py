@@ -33,8 +33,8 @@ class Copy:
     # about a column it records (``copies_of``'s ``about``) and always shows that the row's event happened.
     holds: tuple[str, ...] = ()
     # The copy is the same result written by another system (a lab result the ICU chart imports from the
-    # laboratory's): the two hold one value, and a keying error in one would be in both, so no value twin
-    # makes such a row's value implausible (``value_noise.ImplausibleValue``).
+    # laboratory's): the two hold one value, and a charting error in one would be in both, so no value
+    # twin changes such a row's value (``value_noise``: neither implausible nor in another unit).
     imported: bool = False
 
     @property

@@ -1,7 +1,9 @@
 """Value-level noise: rows stay, the measured value an answer rests on changes.
 
 Both injectors need the template's ``measure`` (table, value column, unit column) and work on the
-evidence rows of that table, one row per twin.
+evidence rows of that table, one row per twin, never a row whose copy another system imports
+(``row_roles.Copy.imported``: a lab result the ICU charts holds one value, in one unit, in both tables,
+so a charting error would be in both, and a reader answering from the chart's copy is right).
 
 - ``implausible_value`` writes the value a real charting error would have produced
   (``pipeline.noise.value_errors``: a decimal shift, a lost decimal point, a value in another unit
@@ -16,8 +18,7 @@ evidence rows of that table, one row per twin.
   is left once the row is set aside; ``implausible_value`` alone where another table records the row
   a second time (``row_roles.RowRoles.recorded_also_in``: an ICU stay's end in ``transfers``, an
   admission's discharge as its discharge transfer), since the copy, not the rest, answers there
-  (noise parameter ``recorded_also``). Never a row whose copy another system imports (``Copy.imported``:
-  a lab result the ICU charts holds one value in both tables, so a keying error would be in both).
+  (noise parameter ``recorded_also``).
 - ``unit_mismatch`` rewrites the value in another unit, with the significant digits the reading was
   charted with, at least three (``physiology.charted_in_other_unit``: 98.8 °F becomes 37.1 °C, 69 kg
   152 lb), and relabels the row's unit column (only where the table has one: a unit an agent can see
@@ -63,8 +64,11 @@ def _item_of(table_name: str, row: dict):
     return row.get(item[0]) if item else None
 
 
-def _measured_rows(case: CleanCase, rng: Random) -> list[tuple[str, str, str | None, dict, object]]:
-    """Up to ``ROWS_TRIED`` evidence rows of the measure's table with a value (a number, or a time)."""
+def _measured_rows(case: CleanCase, lookup: SourceLookup, rng: Random) -> list[tuple[str, str, str | None, dict, object]]:
+    """Up to ``ROWS_TRIED`` evidence rows of the measure's table with a value (a number, or a time), none
+    whose copy another system imports (``Copy.imported``: the ICU chart imports the laboratory's results,
+    so a glucose of 12700 or 7.0 mmol/L in labevents beside the chart's 127 mg/dL is no charting error,
+    which would be in both, and a reader who answers from the chart's copy is right)."""
     table_name, value_col, unit_col = measure_of(case.template)
     rows = []
     for r in case.evidence_rows(table_name):
@@ -72,6 +76,10 @@ def _measured_rows(case: CleanCase, rng: Random) -> list[tuple[str, str, str | N
         value = value if isinstance(value, (datetime, date)) else as_number(value)
         if value is not None:
             rows.append((table_name, value_col, unit_col, r, value))
+    if rows:
+        imported = lookup.rows_recorded_also(table_name, [r for _, _, _, r, _ in rows], about=value_col,
+                                             imported=True)
+        rows = [row for row in rows if row[3].get(ROW_ID) not in imported]
     return pick(rows, ROWS_TRIED, rng)
 
 
@@ -128,15 +136,10 @@ class ImplausibleValue(Injector):
 
     def drafts(self, case: CleanCase, lookup: SourceLookup, rng: Random) -> Iterator[Draft]:
         usage = _Usage(lookup, self.noise_type.value)
-        for table_name, value_col, _unit_col, row, value in _measured_rows(case, rng):
+        for table_name, value_col, _unit_col, row, value in _measured_rows(case, lookup, rng):
             if recomputable(lookup, table_name, [row], about=value_col, exact_only=True):
                 # Its siblings give the value (a BMI of 999 beside the day's weight and height): the
                 # answer with it set aside, or none, is not what a reader who recomputes it answers.
-                continue
-            if lookup.recorded_also(table_name, [row], about=value_col, imported=True):
-                # The ICU chart imports the laboratory's result: a glucose of 12700 in labevents beside
-                # the chart's 127 is no keying error (it would be in both), and a reader who answers from
-                # the chart's copy is right.
                 continue
             item = _item_of(table_name, row)
             item_key = (table_name, str(item) if item is not None else value_col)
@@ -222,7 +225,7 @@ class UnitMismatch(Injector):
 
     def drafts(self, case: CleanCase, lookup: SourceLookup, rng: Random) -> Iterator[Draft]:
         usage = _Usage(lookup, self.noise_type.value)
-        for table_name, value_col, unit_col, row, value in _measured_rows(case, rng):
+        for table_name, value_col, unit_col, row, value in _measured_rows(case, lookup, rng):
             if not isinstance(value, float) or unit_col is None or table_name not in UNIT_OF:
                 continue  # a time has no unit; without a unit column the unit cannot be seen to be wrong
             item = _item_of(table_name, row)

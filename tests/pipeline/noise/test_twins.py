@@ -232,21 +232,23 @@ def test_a_recomputed_or_converted_answer_is_accepted_for_value_noise(built):
     assert copied or not on_copied_tables, "no implausible twin's row has a copy: nothing was checked"
 
 
-def test_no_value_is_made_implausible_in_a_row_the_icu_chart_imports(demo_built):
-    """The ICU chart imports the laboratory's results: a glucose of 12700 in labevents beside the chart's
-    127 at the same time is no keying error (it would be in both), and a reader who answers from the
-    chart's copy is right, so such a row gets no implausible value."""
+def test_no_value_twin_changes_a_lab_result_the_icu_chart_imports(demo_built):
+    """The ICU chart imports the laboratory's results: a glucose of 12700, or of 7.0 mmol/L, in labevents
+    beside the chart's 127 mg/dL at the same time is no charting error (it would be in both), and a
+    reader who answers from the chart's copy is right, so value noise leaves such a row alone."""
     db, clean, result = demo_built
     by_id = {t.task_id: t for t in clean}
-    implausible = [t for t in result.twins if t.noise_type is NoiseType.IMPLAUSIBLE_VALUE]
-    labs = [t for t in implausible if t.patch.update[0].table == "labevents"]
-    assert labs, "no implausible lab result among the twins: nothing was checked"
+    value_twins = [t for t in result.twins if t.noise_level is NoiseLevel.VALUE]
+    for noise_type in (NoiseType.IMPLAUSIBLE_VALUE, NoiseType.UNIT_MISMATCH):
+        labs = [t for t in value_twins if t.noise_type is noise_type and t.patch.update[0].table == "labevents"]
+        assert labs, f"no {noise_type.value} twin of a lab result: nothing was checked"
     with duckdb.connect(str(db), read_only=True) as con:
-        for twin in implausible:
+        for twin in value_twins:
             (changed,) = {(u.table, u.row_id) for u in twin.patch.update}
             assert not copies_in_record(con, *changed, imported=True), twin.task_id
         # The rule had rows to keep out: the clean tasks of those twins rest on results the chart imports.
-        evidence = {r.row_id for t in labs for r in by_id[t.clean_task_id].evidence if r.table == "labevents"}
+        evidence = {r.row_id for t in value_twins if t.patch.update[0].table == "labevents"
+                    for r in by_id[t.clean_task_id].evidence if r.table == "labevents"}
         assert any(copies_in_record(con, "labevents", row_id, imported=True) for row_id in sorted(evidence))
 
 
