@@ -33,8 +33,9 @@ class Copy:
     # about a column it records (``copies_of``'s ``about``) and always shows that the row's event happened.
     holds: tuple[str, ...] = ()
     # The copy is the same result written by another system (a lab result the ICU chart imports from the
-    # laboratory's): the two hold one value, and a charting error in one would be in both, so no value
-    # twin changes such a row's value (``value_noise``: neither implausible nor in another unit).
+    # laboratory's): the two hold one value, and a charting error in one would be in both, so value noise
+    # makes no such row implausible, nor writes it in another unit that does not convert back to the copy's
+    # reading (``value_noise``).
     imported: bool = False
 
     @property

@@ -1,9 +1,10 @@
 """Value-level noise: rows stay, the measured value an answer rests on changes.
 
 Both injectors need the template's ``measure`` (table, value column, unit column) and work on the
-evidence rows of that table, one row per twin, never a row whose copy another system imports
-(``row_roles.Copy.imported``: a lab result the ICU charts holds one value, in one unit, in both tables,
-so a charting error would be in both, and a reader answering from the chart's copy is right).
+evidence rows of that table, one row per twin. A lab result the ICU chart imports holds its value in
+both tables (``row_roles.Copy.imported``), and a reader may answer from the chart's copy: such a row
+gets no implausible value (a charting error would be in both), and a unit twin only where its value,
+converted back, is the reading again (26.9 kPa gives 201.77 mmHg, not the chart's 202).
 
 - ``implausible_value`` writes the value a real charting error would have produced
   (``pipeline.noise.value_errors``: a decimal shift, a lost decimal point, a value in another unit
@@ -64,11 +65,11 @@ def _item_of(table_name: str, row: dict):
     return row.get(item[0]) if item else None
 
 
-def _measured_rows(case: CleanCase, lookup: SourceLookup, rng: Random) -> list[tuple[str, str, str | None, dict, object]]:
-    """Up to ``ROWS_TRIED`` evidence rows of the measure's table with a value (a number, or a time), none
-    whose copy another system imports (``Copy.imported``: the ICU chart imports the laboratory's results,
-    so a glucose of 12700 or 7.0 mmol/L in labevents beside the chart's 127 mg/dL is no charting error,
-    which would be in both, and a reader who answers from the chart's copy is right)."""
+def _measured_rows(case: CleanCase, lookup: SourceLookup, rng: Random, *,
+                   imported: bool) -> list[tuple[str, str, str | None, dict, object, bool]]:
+    """Up to ``ROWS_TRIED`` evidence rows of the measure's table with a value (a number, or a time), and
+    whether another system imports the row's copy (``Copy.imported``: the ICU chart imports the
+    laboratory's results). ``imported=False``: none such rows."""
     table_name, value_col, unit_col = measure_of(case.template)
     rows = []
     for r in case.evidence_rows(table_name):
@@ -76,10 +77,9 @@ def _measured_rows(case: CleanCase, lookup: SourceLookup, rng: Random) -> list[t
         value = value if isinstance(value, (datetime, date)) else as_number(value)
         if value is not None:
             rows.append((table_name, value_col, unit_col, r, value))
-    if rows:
-        imported = lookup.rows_recorded_also(table_name, [r for _, _, _, r, _ in rows], about=value_col,
-                                             imported=True)
-        rows = [row for row in rows if row[3].get(ROW_ID) not in imported]
+    copied = lookup.rows_recorded_also(table_name, [r for _, _, _, r, _ in rows], about=value_col,
+                                       imported=True) if rows else frozenset()
+    rows = [(*row, row[3].get(ROW_ID) in copied) for row in rows if imported or row[3].get(ROW_ID) not in copied]
     return pick(rows, ROWS_TRIED, rng)
 
 
@@ -136,7 +136,10 @@ class ImplausibleValue(Injector):
 
     def drafts(self, case: CleanCase, lookup: SourceLookup, rng: Random) -> Iterator[Draft]:
         usage = _Usage(lookup, self.noise_type.value)
-        for table_name, value_col, _unit_col, row, value in _measured_rows(case, lookup, rng):
+        # Not a result the ICU chart imports: a glucose of 12700 in labevents beside the chart's 127 at
+        # the same time is no charting error (it would be in both), and a reader answering from the
+        # chart's copy is right.
+        for table_name, value_col, _unit_col, row, value, _ in _measured_rows(case, lookup, rng, imported=False):
             if recomputable(lookup, table_name, [row], about=value_col, exact_only=True):
                 # Its siblings give the value (a BMI of 999 beside the day's weight and height): the
                 # answer with it set aside, or none, is not what a reader who recomputes it answers.
@@ -225,7 +228,7 @@ class UnitMismatch(Injector):
 
     def drafts(self, case: CleanCase, lookup: SourceLookup, rng: Random) -> Iterator[Draft]:
         usage = _Usage(lookup, self.noise_type.value)
-        for table_name, value_col, unit_col, row, value in _measured_rows(case, lookup, rng):
+        for table_name, value_col, unit_col, row, value, imported in _measured_rows(case, lookup, rng, imported=True):
             if not isinstance(value, float) or unit_col is None or table_name not in UNIT_OF:
                 continue  # a time has no unit; without a unit column the unit cannot be seen to be wrong
             item = _item_of(table_name, row)
@@ -242,6 +245,10 @@ class UnitMismatch(Injector):
                     continue  # a zero that converts to zero would change nothing
                 if abs(as_number(text)) < SMALLEST_CHARTED:
                     continue  # 0.5 mg is not charted as 0.0005 g: a value nobody writes gives the twin away
+                if imported and as_number(written_back(conv, as_number(text))) != float(sql_text(row[value_col])):
+                    # The ICU chart's copy holds the reading (a pO2 of 202 mmHg): converted back, 26.9 kPa
+                    # must give it too (not 201.77), or a reader answering from the chart is marked wrong.
+                    continue
                 updates = (set_value(table_name, row, value_col, text, other_unit=True)
                            + set_value(table_name, row, unit_col, conv.unit))
                 updates += _range_in(table_name, row, value_col, text, conv)

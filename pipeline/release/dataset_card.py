@@ -257,9 +257,9 @@ what the database says, computed by SQL, not clinical judgements.
   total CO2, pH and pCO2; the anion gap and its electrolytes; a white cell type's share and absolute
   count; an omr BMI, weight or height; an ICU admission weight in kg or lb), nor one of a blood
   pressure's three beside the other two; value noise makes no result implausible that its siblings
-  give to the digits charted; no value twin changes a lab result the ICU chart imports (both tables
-  hold one value, in one unit), and an implausible value in another copied row (an ICU stay's or
-  admission's end) accepts only `implausible_value`; a line whose placement `datetimeevents` dates is never removed (the date says
+  give to the digits charted, nor a lab result the ICU chart imports (both tables hold its value),
+  which is written in another unit only where it converts back to the chart's reading; an implausible
+  value in another copied row (an ICU stay's or admission's end) accepts only `implausible_value`; a line whose placement `datetimeevents` dates is never removed (the date says
   nothing of its duration, which may still change); a copy it does not know of would still show the
   event.
 - An `orphaned_record` twin accepts only `inconsistent_record`: the rows it detaches are still the

@@ -232,23 +232,26 @@ def test_a_recomputed_or_converted_answer_is_accepted_for_value_noise(built):
     assert copied or not on_copied_tables, "no implausible twin's row has a copy: nothing was checked"
 
 
-def test_no_value_twin_changes_a_lab_result_the_icu_chart_imports(demo_built):
-    """The ICU chart imports the laboratory's results: a glucose of 12700, or of 7.0 mmol/L, in labevents
-    beside the chart's 127 mg/dL at the same time is no charting error (it would be in both), and a
-    reader who answers from the chart's copy is right, so value noise leaves such a row alone."""
+def test_a_lab_result_the_icu_chart_imports_is_never_implausible_and_converts_back_to_its_reading(demo_built):
+    """The ICU chart imports the laboratory's results, and a reader may answer from the chart's copy. A
+    glucose of 12700 in labevents beside the chart's 127 at the same time is no charting error (it would
+    be in both); a pO2 charted 26.9 kPa beside the chart's 202 mmHg converts back to 201.77, and an
+    agent answering 202 from the chart would be marked wrong. So an imported row gets no implausible
+    value, and a unit twin only where converting back gives the reading, and the clean answer, again."""
     db, clean, result = demo_built
     by_id = {t.task_id: t for t in clean}
     value_twins = [t for t in result.twins if t.noise_level is NoiseLevel.VALUE]
-    for noise_type in (NoiseType.IMPLAUSIBLE_VALUE, NoiseType.UNIT_MISMATCH):
-        labs = [t for t in value_twins if t.noise_type is noise_type and t.patch.update[0].table == "labevents"]
-        assert labs, f"no {noise_type.value} twin of a lab result: nothing was checked"
+    on_labs = [t for t in value_twins if t.patch.update[0].table == "labevents"]
+    assert {t.noise_type for t in on_labs} == {NoiseType.IMPLAUSIBLE_VALUE, NoiseType.UNIT_MISMATCH}
     with duckdb.connect(str(db), read_only=True) as con:
         for twin in value_twins:
             (changed,) = {(u.table, u.row_id) for u in twin.patch.update}
-            assert not copies_in_record(con, *changed, imported=True), twin.task_id
-        # The rule had rows to keep out: the clean tasks of those twins rest on results the chart imports.
-        evidence = {r.row_id for t in value_twins if t.patch.update[0].table == "labevents"
-                    for r in by_id[t.clean_task_id].evidence if r.table == "labevents"}
+            if copies_in_record(con, *changed, imported=True):
+                assert twin.noise_type is NoiseType.UNIT_MISMATCH, twin.task_id
+                answered = [o.answer for o in twin.accepted_outcomes if o.status is Status.ANSWERED]
+                assert answered == [by_id[twin.clean_task_id].answer], twin.task_id
+        # The rule had rows to keep out: the clean tasks of lab twins rest on results the chart imports.
+        evidence = {r.row_id for t in on_labs for r in by_id[t.clean_task_id].evidence if r.table == "labevents"}
         assert any(copies_in_record(con, "labevents", row_id, imported=True) for row_id in sorted(evidence))
 
 
