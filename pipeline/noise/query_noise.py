@@ -15,7 +15,8 @@ unchanged source database (``PremiseFact``) and re-runs the re-rendered gold SQL
 - ``ambiguous_reference``: "the hospital admission" instead of the admission id, for a patient whose
   admissions give different answers; or the clean name cut back to a general name ("Bilirubin" for
   "Bilirubin, Total") that several recorded names of the same fluid or category refine, the clean
-  name among them, with different answers. Outcome ``ambiguous``.
+  name among them, with different answers; never a diagnosis or procedure title, whose general title
+  names the category its refinements make up (``CATEGORY_KINDS``). Outcome ``ambiguous``.
 """
 
 import bisect
@@ -452,6 +453,14 @@ _OPEN_WORDS = frozenset({"of", "with", "without", "and", "or", "for", "in", "on"
 _OPEN_HEADS = frozenset({"history", "use", "effect", "effects", "occurring", "disorders", "reaction", "operation"})
 
 
+# Slots whose names are titles of a code hierarchy. A general title names the category its refinements
+# make up, and a reviewer answers a question about it over all of them: "admissions with a diagnosis of
+# Chronic kidney disease" counts stage 3 and unspecified alike, "when was Continuous invasive mechanical
+# ventilation first recorded" is the first of either duration. Measurements are another matter: a mean
+# of "Non Invasive Blood Pressure" over systolic, diastolic and mean readings is no answer at all.
+CATEGORY_KINDS = frozenset({SlotKind.DIAGNOSIS, SlotKind.PROCEDURE})
+
+
 @register
 class AmbiguousReference(Injector):
     noise_type = NoiseType.AMBIGUOUS_REFERENCE
@@ -523,7 +532,7 @@ class AmbiguousReference(Injector):
 
     def _name_drafts(self, case, lookup, rng) -> Iterator[Draft]:
         subject = case.task.subject_id if case.task.level is Level.PATIENT else None
-        for name in case.slots_of(*NAMED_KINDS):
+        for name in case.slots_of(*(NAMED_KINDS - CATEGORY_KINDS)):
             kind = case.slot_kinds[name]
             clean = case.slots[name]
             source = source_of(lookup, kind, clean)
