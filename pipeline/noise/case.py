@@ -212,19 +212,18 @@ class SourceLookup:
                             f'ORDER BY 1, 2 LIMIT {int(limit)}', list(within.values()))
         return [tuple(r) for r in rows]
 
-    def recorded_also(self, table_name: str, rows: list[dict], about: str | None = None, *,
-                      imported: bool = False) -> bool:
+    def recorded_also(self, table_name: str, rows: list[dict], about: str | None = None) -> bool:
         """Whether the source records any of ``rows`` a second time, in another table
         (``row_roles.RowRoles.recorded_also_in``: an ICU stay in ``transfers``, a prescription in ``pharmacy``)
-        that records column ``about`` of them (None: their events themselves, as any copy shows them);
-        ``imported``: only a copy another system imports (``Copy.imported``: a lab result the ICU charts)."""
-        return bool(self.rows_recorded_also(table_name, rows, about, imported=imported))
+        that records column ``about`` of them (None: their events themselves, as any copy shows them)."""
+        return bool(self.rows_recorded_also(table_name, rows, about))
 
     def rows_recorded_also(self, table_name: str, rows: list[dict], about: str | None = None, *,
                            imported: bool = False) -> frozenset[int]:
         """The ``row_id``s of those of ``rows`` the source records a second time (``recorded_also``): read
         with every expected row's (``expect_rows``) where their keys are among those, else one query per
-        copying table for all of ``rows``."""
+        copying table for all of ``rows``. ``imported``: only copies another system imports
+        (``Copy.imported``: a lab result the ICU charts)."""
         found: set[int] = set()
         for copy, sql, params, rows_of in copied_keys(table_name, rows, self._tables, about):
             if imported and not copy.imported:
