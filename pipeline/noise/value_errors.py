@@ -5,7 +5,7 @@ the wrong place or lost, a value charted in another unit than the field's, two d
 key pressed twice, a sign slip, a placeholder an interface stores for "not obtained" (9999), or a date
 typed wrong so that an end comes before its start. Each ``Mechanism`` turns the clean value into the
 values that error would produce, scaled to the item by construction (a decimal shift of a
-potassium of 4.2 gives 42, of a heart rate of 82 gives 820).
+potassium of 4.2 gives 42, of a heart rate of 82 gives 820, never 8200).
 
 The injector keeps a candidate only when it lies outside the item's physiological limits
 (``pipeline.noise.physiology``): inside them an agent could not tell the error from a real reading.
@@ -46,7 +46,10 @@ def _digits(value: float) -> str:
 
 
 def _decimal_shift(value: float, item: MeasuredItem) -> list[float]:
-    return [value * f for f in (10.0, 100.0, 0.1, 0.01)]
+    # One place only: two places off a whole number keys zeros that were never there (a heart rate of 89
+    # as 8900, an age of 57 as 5700), no slip of a hand on the keypad; two places off within the digits
+    # (1.23 as 123) is the decimal point lost.
+    return [value * 10.0, value * 0.1]
 
 
 def _decimal_point_lost(value: float, item: MeasuredItem) -> list[float]:
@@ -117,7 +120,7 @@ def _end_typed_wrong(end: datetime | date, start: datetime | date) -> list[datet
 
 
 MECHANISMS: tuple[Mechanism, ...] = (
-    Mechanism("decimal_shift", "the decimal point typed one or two places off", numbers=_decimal_shift),
+    Mechanism("decimal_shift", "the decimal point typed one place off", numbers=_decimal_shift),
     Mechanism("decimal_point_lost", "the decimal point dropped when the value was keyed", numbers=_decimal_point_lost),
     Mechanism("unit_scale", "a value measured in another unit charted in this field without converting",
               numbers=_unit_scale),

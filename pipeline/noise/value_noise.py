@@ -57,7 +57,9 @@ from pipeline.task_model import NamedValue, Outcome, Patch, RowRef, ValueChange
 from pipeline.vocabulary import NoiseType, Status
 
 ROWS_TRIED = 3  # evidence rows a value twin may target, in seeded order
-VALUES_PER_ROW = 2  # erroneous values tried per row (different mechanisms)
+# Erroneous values tried per row (different mechanisms). Three: a whole number's decimal point slips
+# one place only, so a row has fewer errors outside its limits than it had when two places were tried.
+VALUES_PER_ROW = 3
 
 
 def _item_of(table_name: str, row: dict):
@@ -136,7 +138,7 @@ class ImplausibleValue(Injector):
 
     def drafts(self, case: CleanCase, lookup: SourceLookup, rng: Random) -> Iterator[Draft]:
         usage = _Usage(lookup, self.noise_type.value)
-        # Not a result the ICU chart imports: a glucose of 12700 in labevents beside the chart's 127 at
+        # Not a result the ICU chart imports: a potassium of 42 in labevents beside the chart's 4.2 at
         # the same time is no charting error (it would be in both), and a reader answering from the
         # chart's copy is right.
         for table_name, value_col, _unit_col, row, value, _ in _measured_rows(case, lookup, rng, imported=False):

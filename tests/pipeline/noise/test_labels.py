@@ -418,6 +418,17 @@ def test_implausible_values_come_from_several_real_error_mechanisms(built):
     assert max(mechanisms.values()) / len(twins) <= 0.40, mechanisms
 
 
+def test_a_decimal_shift_is_one_place_off_the_reading(built):
+    """Fourth review: an age of 5700, a heart rate of 8900 and a systolic pressure of 11100, two places
+    off a whole number: zeros nobody keyed, no error a real chart shows."""
+    shifted = [t for t in _twins(built, NoiseType.IMPLAUSIBLE_VALUE) if _params(t)["mechanism"] == "decimal_shift"]
+    assert shifted, "no decimal shift was made: nothing was checked"
+    for twin in shifted:
+        p = _params(twin)
+        ratio = float(p["implausible"]) / float(p["original"])
+        assert ratio == pytest.approx(10) or ratio == pytest.approx(0.1), (twin.task_id, p["original"], p["implausible"])
+
+
 def test_an_analyser_reported_result_is_never_a_keyed_sign_slip_or_a_filler(built):
     """Reviewer: an LDH of -282 and a lab result of 9999 are errors of keyed charting, not of a result
     a laboratory system sends."""

@@ -234,7 +234,7 @@ def test_a_recomputed_or_converted_answer_is_accepted_for_value_noise(built):
 
 def test_a_lab_result_the_icu_chart_imports_is_never_implausible_and_converts_back_to_its_reading(demo_built):
     """The ICU chart imports the laboratory's results, and a reader may answer from the chart's copy. A
-    glucose of 12700 in labevents beside the chart's 127 at the same time is no charting error (it would
+    potassium of 42 in labevents beside the chart's 4.2 at the same time is no charting error (it would
     be in both); a pO2 charted 26.9 kPa beside the chart's 202 mmHg converts back to 201.77, and an
     agent answering 202 from the chart would be marked wrong. So an imported row gets no implausible
     value, and a unit twin only where converting back gives the reading, and the clean answer, again."""
