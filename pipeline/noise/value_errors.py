@@ -46,9 +46,9 @@ def _digits(value: float) -> str:
 
 
 def _decimal_shift(value: float, item: MeasuredItem) -> list[float]:
-    # One place only: two places off a whole number keys zeros that were never there (a heart rate of 89
-    # as 8900, an age of 57 as 5700), no slip of a hand on the keypad; two places off within the digits
-    # (1.23 as 123) is the decimal point lost.
+    # One place only, one slip of a key (a heart rate of 89 keyed 890, a potassium of 4.2 keyed 42): two
+    # places off a whole number is two zeros nobody keyed (89 as 8900, an age of 57 as 5700), and two
+    # places within the digits (1.23 as 123) is the decimal point lost, a mechanism of its own.
     return [value * 10.0, value * 0.1]
 
 

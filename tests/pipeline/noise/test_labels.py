@@ -420,7 +420,7 @@ def test_implausible_values_come_from_several_real_error_mechanisms(built):
 
 def test_a_decimal_shift_is_one_place_off_the_reading(built):
     """Fourth review: an age of 5700, a heart rate of 8900 and a systolic pressure of 11100, two places
-    off a whole number: zeros nobody keyed, no error a real chart shows."""
+    off a whole number: two zeros nobody keys, no error a real chart shows."""
     shifted = [t for t in _twins(built, NoiseType.IMPLAUSIBLE_VALUE) if _params(t)["mechanism"] == "decimal_shift"]
     assert shifted, "no decimal shift was made: nothing was checked"
     for twin in shifted:
