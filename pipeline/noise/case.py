@@ -225,9 +225,7 @@ class SourceLookup:
         copying table for all of ``rows``. ``imported``: only copies another system imports
         (``Copy.imported``: a lab result the ICU charts)."""
         found: set[int] = set()
-        for copy, sql, params, rows_of in copied_keys(table_name, rows, self._tables, about):
-            if imported and not copy.imported:
-                continue
+        for copy, sql, params, rows_of in copied_keys(table_name, rows, self._tables, about, imported=imported):
             expected = self._copied_among_expected(table_name, copy)
             if expected is not None and expected[0].issuperset(rows_of):
                 copied = expected[1].intersection(rows_of)

@@ -175,21 +175,23 @@ def copies_of(table_name: str, rows: list[dict], present: Collection[str],
             for _, _, source, params, _ in _copy_lookups(table_name, rows, present, about)]
 
 
-def copied_keys(table_name: str, rows: list[dict], present: Collection[str],
-                about: str | None = None) -> list[tuple[Copy, str, list[list], dict[tuple, set[int]]]]:
+def copied_keys(table_name: str, rows: list[dict], present: Collection[str], about: str | None = None, *,
+                imported: bool = False) -> list[tuple[Copy, str, list[list], dict[tuple, set[int]]]]:
     """What ``copies_of`` asks, asked once for many rows: per table recording them a second time, the
     copy, the query that returns the shared columns' values that have a copy (SQL, its parameters), and
-    which of ``rows`` (by ``row_id``) each value stands for."""
+    which of ``rows`` (by ``row_id``) each value stands for. ``imported``: only copies another system
+    imports (``Copy.imported``)."""
     return [(copy, f"SELECT DISTINCT {using} {source}", params, rows_of)
-            for copy, using, source, params, rows_of in _copy_lookups(table_name, rows, present, about)]
+            for copy, using, source, params, rows_of in _copy_lookups(table_name, rows, present, about, imported)]
 
 
-def _copy_lookups(table_name: str, rows: list[dict], present: Collection[str], about: str | None):
+def _copy_lookups(table_name: str, rows: list[dict], present: Collection[str], about: str | None,
+                  imported: bool = False):
     """Per copying table of ``copies_of``: (the copy, its shared columns as a USING list, the FROM clause that
     keeps its rows sharing a key with ``rows``, the keys as parameters, the ``row_id``s of the rows each
     key stands for)."""
     for copy in roles(table_name).recorded_also_in:
-        if copy.table not in present or not copy.records(about):
+        if copy.table not in present or not copy.records(about) or (imported and not copy.imported):
             continue
         rows_of: dict[tuple, set[int]] = {}
         for r in rows:

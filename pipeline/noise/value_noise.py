@@ -247,7 +247,7 @@ class UnitMismatch(Injector):
                     continue  # a zero that converts to zero would change nothing
                 if abs(as_number(text)) < SMALLEST_CHARTED:
                     continue  # 0.5 mg is not charted as 0.0005 g: a value nobody writes gives the twin away
-                if imported and as_number(written_back(conv, as_number(text))) != float(sql_text(row[value_col])):
+                if imported and not _restores_reading(conv, text, sql_text(row[value_col])):
                     # The ICU chart's copy holds the reading (a pO2 of 202 mmHg): converted back, 26.9 kPa
                     # must give it too (not 201.77), or a reader answering from the chart is marked wrong.
                     continue
@@ -262,11 +262,12 @@ class UnitMismatch(Injector):
 
     def accepted(self, case, draft, effect: Effect, answer_under: AnswerUnder):
         outcomes = [Outcome(Status.UNIT_INCONSISTENCY)]
-        back = _written_back(draft)
-        if as_number(back) == float(draft.param("original")):
+        conversion = _conversion(draft)
+        if _restores_reading(conversion, draft.param("converted"), draft.param("original")):
             # The charted digits restore the reading: an agent that converts answers the clean task's answer.
             outcomes.append(Outcome(Status.ANSWERED, case.task.answer))
             return tuple(outcomes)
+        back = written_back(conversion, float(draft.param("converted")))
         # The value converted back, in the usual unit; the same patch the label check sets the row aside with.
         column, table_name = draft.param("column"), draft.param("table")
         restored = {c: back for c in (column, roles(table_name).mirror_of(column)) if c}
@@ -295,7 +296,11 @@ def _range_in(table_name: str, row: dict, value_col: str, text: str, conv: Conve
                  if c != value_col and (c in bounds or v != row.get(c)))
 
 
-def _written_back(draft: Draft) -> str:
-    conversion = Conversion(draft.param("converted_unit"), float(draft.param("factor")),
-                            float(draft.param("offset")))
-    return written_back(conversion, float(draft.param("converted")))
+def _conversion(draft: Draft) -> Conversion:
+    return Conversion(draft.param("converted_unit"), float(draft.param("factor")), float(draft.param("offset")))
+
+
+def _restores_reading(conversion: Conversion, converted: str, original: str) -> bool:
+    """The value charted in the other unit, converted back as a reader converts it, is the reading again:
+    the twin accepts the clean answer (``UnitMismatch.accepted``)."""
+    return as_number(written_back(conversion, as_number(converted))) == float(original)

@@ -259,9 +259,9 @@ what the database says, computed by SQL, not clinical judgements.
   pressure's three beside the other two; value noise makes no result implausible that its siblings
   give to the digits charted, nor a lab result the ICU chart imports (both tables hold its value),
   which is written in another unit only where it converts back to the chart's reading; an implausible
-  value in another copied row (an ICU stay's or admission's end) accepts only `implausible_value`; a line whose placement `datetimeevents` dates is never removed (the date says
-  nothing of its duration, which may still change); a copy it does not know of would still show the
-  event.
+  value in another copied row (an ICU stay's or admission's end) accepts only `implausible_value`; a
+  line whose placement `datetimeevents` dates is never removed (the date says nothing of its duration,
+  which may still change); a copy it does not know of would still show the event.
 - An `orphaned_record` twin accepts only `inconsistent_record`: the rows it detaches are still the
   patient's, timed within the encounter asked about, so an answer without them is not accepted.
 - Gold answers are executed SQL over the source as loaded. Clean tasks whose rows the source audit

@@ -97,8 +97,8 @@ def test_swapped_or_doubled_digits_are_written_back_as_they_were_keyed():
 def test_a_decimal_point_slips_one_place_never_two():
     """Fourth review: an age of 57 charted 5700, a heart rate of 89 as 8900 and a systolic pressure of
     111 as 11100 (182 of 1,138 implausible twins): two places off a whole number is two zeros nobody
-    keys, the heart rate of 10000 no real record shows; one place is one slip (89 keyed 890). Two places within the digits (1.23 as 123)
-    is the decimal point lost, a mechanism of its own."""
+    keys, the heart rate of 10000 no real record shows; one place is one slip (89 keyed 890). Two places
+    within the digits (1.23 as 123) is the decimal point lost, a mechanism of its own."""
     from pipeline.noise.value_errors import _decimal_point_lost, _decimal_shift
 
     for value in (57.0, 89.0, 111.0, 4.2, 98.6, 0.05, 1.23):
