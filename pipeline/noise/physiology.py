@@ -3,13 +3,15 @@
 Each ``MeasuredItem`` names the MIMIC-IV items it covers (``(table, item)`` where the item is the
 row's ``itemid``, or ``result_name`` in ``omr``; ``column:<name>`` for a table whose column is the
 measure itself, such as ``patients.anchor_age``), the unit MIMIC-IV records it in, the range a living
-patient can physiologically show (wide on purpose: it bounds possibility, not normality; a value
-outside it is what ``implausible_value`` must produce and what the label check and the source audit
-call ``outside_limits``) and conversions to other units (what ``unit_mismatch`` writes: the value
-converted and charted with the precision the reading had, the unit column relabelled; and what an
-``implausible_value`` of mechanism ``unit_scale`` writes without relabelling). A reading keeps its
-precision whatever unit it is written in: 98.8 °F is charted 37.1 °C, not 37.1111111 °C, which no
-thermometer shows and whose digits alone would give the twin away (``charted_in_other_unit``).
+patient can physiologically show (wide on purpose: it bounds possibility, not normality, and lies
+beyond the highest values published for living patients, which tests/pipeline/noise/test_physiology.py
+lists with their sources; a value outside it is what ``implausible_value`` must produce and what the
+label check and the source audit call ``outside_limits``) and conversions to other units (what
+``unit_mismatch`` writes: the value converted and charted with the precision the reading had, the
+unit column relabelled; and what an ``implausible_value`` of mechanism ``unit_scale`` writes without
+relabelling). A reading keeps its precision whatever unit it is written in: 98.8 °F is charted 37.1
+°C, not 37.1111111 °C, which no thermometer shows and whose digits alone would give the twin away
+(``charted_in_other_unit``).
 
 Items not listed get no implausible twin (nothing is surely impossible for them); their units
 convert by ``UNIT_CONVERSIONS`` (mL to L, mg to g, ...), the same way whatever the item.
@@ -63,8 +65,14 @@ MEASURED_ITEMS: tuple[MeasuredItem, ...] = (
     MeasuredItem("potassium", _lab(50971, 50822), "mEq/L", (1.0, 12.0)),
     MeasuredItem("sodium", _lab(50983, 50824), "mEq/L", (90.0, 200.0)),
     MeasuredItem("chloride", _lab(50902, 50806), "mEq/L", (50.0, 170.0)),
-    MeasuredItem("bicarbonate", _lab(50882, 50804, 50803), "mEq/L", (1.0, 70.0)),
-    MeasuredItem("creatinine", _lab(50912), "mg/dL", (0.05, 30.0),
+    # Upper limits above the highest values published for living patients, where those pass what a
+    # clinician would guess: a bicarbonate of 82 mmol/L (gastric losses, PMC5040772), a creatinine of
+    # 73.8 mg/dL (allograft rejection), a platelet count of 3,700 K/uL (essential thrombocythaemia), a
+    # magnesium of 8.71 mmol/L = 21.2 mg/dL (Epsom salts, Front. Med. 2024), a phosphate of 17.75 mmol/L
+    # = 55 mg/dL (phosphate enemas, Eur J Pediatr 2009). A twin's value inside them is one a reviewer
+    # can find in the literature, not a charting error.
+    MeasuredItem("bicarbonate", _lab(50882, 50804, 50803), "mEq/L", (1.0, 90.0)),
+    MeasuredItem("creatinine", _lab(50912), "mg/dL", (0.05, 80.0),
                  (C("umol/L", 88.42),)),
     MeasuredItem("urea nitrogen", _lab(51006), "mg/dL", (0.5, 350.0),
                  (C("mmol/L", 0.357),)),
@@ -73,13 +81,13 @@ MEASURED_ITEMS: tuple[MeasuredItem, ...] = (
     MeasuredItem("hemoglobin", _lab(51222, 50811), "g/dL", (1.0, 26.0),
                  (C("g/L", 10.0), C("mmol/L", 0.6206))),
     MeasuredItem("hematocrit", _lab(51221, 50810), "%", (3.0, 85.0), (PERCENT_FRACTION,)),
-    MeasuredItem("platelets", _lab(51265), "K/uL", (0.5, 3000.0), (C("#/uL", 1000.0),)),
+    MeasuredItem("platelets", _lab(51265), "K/uL", (0.5, 5000.0), (C("#/uL", 1000.0),)),
     MeasuredItem("white blood cells", _lab(51301), "K/uL", (0.01, 900.0), (C("#/uL", 1000.0),)),
     MeasuredItem("red blood cells", _lab(51279), "m/uL", (0.3, 10.0)),
-    MeasuredItem("magnesium", _lab(50960), "mg/dL", (0.2, 20.0), (C("mmol/L", 0.4114),)),
+    MeasuredItem("magnesium", _lab(50960), "mg/dL", (0.2, 30.0), (C("mmol/L", 0.4114),)),
     MeasuredItem("calcium", _lab(50893), "mg/dL", (1.5, 25.0), (C("mmol/L", 0.2495),)),
     MeasuredItem("free calcium", _lab(50808), "mmol/L", (0.2, 5.0), (C("mg/dL", 4.008),)),
-    MeasuredItem("phosphate", _lab(50970), "mg/dL", (0.2, 25.0), (C("mmol/L", 0.3229),)),
+    MeasuredItem("phosphate", _lab(50970), "mg/dL", (0.2, 70.0), (C("mmol/L", 0.3229),)),
     MeasuredItem("lactate", _lab(50813), "mmol/L", (0.05, 40.0), (C("mg/dL", 9.009),)),
     MeasuredItem("albumin", _lab(50862), "g/dL", (0.3, 8.0), (C("g/L", 10.0),)),
     MeasuredItem("total bilirubin", _lab(50885), "mg/dL", (0.01, 80.0), (C("umol/L", 17.104),)),
@@ -100,7 +108,9 @@ MEASURED_ITEMS: tuple[MeasuredItem, ...] = (
                  _lab(51256, 51244, 51254, 51200, 51146, 51143, 51144, 51251, 51255, 51277),
                  "%", (0.0, 100.0), (PERCENT_FRACTION,)),
     # ------------------------------------------------------------ vitals (chartevents)
-    MeasuredItem("heart rate", _chart(220045), "bpm", (0.0, 350.0)),
+    # 600 bpm was recorded on telemetry in atrial fibrillation (Indian Pacing Electrophysiol J, 2012);
+    # 46.5 °C (115.7 °F) was survived in heatstroke (Grady Memorial Hospital, 1980).
+    MeasuredItem("heart rate", _chart(220045), "bpm", (0.0, 600.0)),
     MeasuredItem("respiratory rate", _chart(220210, 224690, 224689, 224688), "insp/min", (0.0, 120.0)),
     MeasuredItem("oxygen saturation", _chart(220277, 220227), "%", (0.0, 100.0),
                  (PERCENT_FRACTION,)),
@@ -108,9 +118,9 @@ MEASURED_ITEMS: tuple[MeasuredItem, ...] = (
                  (0.0, 400.0)),  # monitors show mmHg everywhere: no unit twin
     MeasuredItem("central venous pressure", _chart(220074), "mmHg", (-20.0, 80.0),
                  (C("cmH2O", 1.35951),)),  # a water manometer reads it in cmH2O
-    MeasuredItem("temperature fahrenheit", _chart(223761), "°F", (68.0, 115.0),
+    MeasuredItem("temperature fahrenheit", _chart(223761), "°F", (68.0, 116.0),
                  (C("°C", 5 / 9, -32 * 5 / 9),)),
-    MeasuredItem("temperature celsius", _chart(223762), "°C", (20.0, 46.0),
+    MeasuredItem("temperature celsius", _chart(223762), "°C", (20.0, 47.0),
                  (C("°F", 1.8, 32.0),)),
     MeasuredItem("body weight", _chart(224639, 226512, 226846), "kg", (0.3, 650.0),
                  (C("lb", 2.20462),)),

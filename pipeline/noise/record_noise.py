@@ -190,7 +190,7 @@ def _numeric_alternatives(lookup: SourceLookup, table_name: str, row: dict, colu
         else:
             # A second reading a monitor or a laboratory could really have charted beside the first: off
             # by 30-60% of the value, at most a tenth of the item's plausible span (a temperature by 2-5
-            # °F, a heart rate by 17-35, a white cell count of 8 by 2-5), never pushed to a limit (a
+            # °F, a heart rate of 82 by 25-49, a white cell count of 8 by 2-5), never pushed to a limit (a
             # temperature of 98.2 °F beside 68 °F settles the conflict by itself).
             lo, hi = measured.plausible
             new = reading + (factor - 1) * min(abs(reading), (hi - lo) / 6)

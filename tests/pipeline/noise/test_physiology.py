@@ -25,6 +25,30 @@ def test_an_empty_range_is_refused_at_import(monkeypatch):
         physiology._index()
 
 
+# Values published for living patients: a twin's "implausible" value must lie beyond every one of them,
+# or a reviewer who knows the case report disagrees with its label.
+PUBLISHED_EXTREMES = [
+    ("labevents", 50912, 73.8),  # creatinine, mg/dL: allograft rejection
+    ("labevents", 50882, 82.0),  # bicarbonate, mmol/L: gastric losses through a gastrostomy (PMC5040772)
+    ("labevents", 51265, 3700.0),  # platelets, K/uL: essential thrombocythaemia in a child
+    ("labevents", 50960, 21.2),  # magnesium, mg/dL (8.71 mmol/L): Epsom salts (Front. Med. 2024)
+    ("labevents", 50970, 55.0),  # phosphate, mg/dL (17.75 mmol/L): phosphate enemas (Eur J Pediatr 2009)
+    ("labevents", 50931, 2656.0),  # glucose, mg/dL: hyperosmolar state (Guinness, 2008)
+    ("chartevents", 220045, 600.0),  # heart rate, bpm: pre-excited atrial fibrillation on telemetry (2012)
+    ("chartevents", 223761, 115.7),  # temperature, °F: heatstroke (1980)
+    ("chartevents", 223762, 46.5),  # the same in °C
+    ("chartevents", 224639, 635.0),  # body weight, kg: the heaviest person recorded
+    ("chartevents", 226730, 272.0),  # height, cm: the tallest person recorded
+    ("patients", "column:anchor_age", 122.0),  # age, years: the oldest person recorded
+]
+
+
+@pytest.mark.parametrize(("table", "item", "value"), PUBLISHED_EXTREMES)
+def test_a_value_published_for_a_living_patient_is_within_its_items_limits(table, item, value):
+    lo, hi = measured_item(table, item).plausible
+    assert lo <= value <= hi
+
+
 def test_the_vital_signs_and_units_the_templates_ask_about_are_described():
     assert measured_item("chartevents", 220045).plausible[1] < 1000  # heart rate: 820 (82 shifted) is impossible
     assert measured_item("chartevents", 220277).plausible == (0.0, 100.0)  # SpO2
