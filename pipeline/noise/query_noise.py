@@ -11,7 +11,9 @@ unchanged source database (``PremiseFact``) and re-runs the re-rendered gold SQL
   level: a dictionary name never recorded for anyone); the re-rendered gold SQL must give no answer,
   so counts and yes/no questions, which answer 0 or "no" truthfully, are excluded. ``invalid_premise``.
 - ``out_of_window``: the time window moved years past (or before) every record of the patient (of the
-  database, for population questions). Outcome ``no_evidence``.
+  database, for population questions), within the patient's life: never after a recorded death nor
+  before the year the patient was surely born (``anchor_year - anchor_age + 1``), where the question
+  would presume someone who was not. Outcome ``no_evidence``.
 - ``ambiguous_reference``: "the hospital admission" instead of the admission id, for a patient whose
   admissions give different answers; or the clean name cut back to a general name ("Bilirubin" for
   "Bilirubin, Total") that several recorded names of the same fluid or category refine, the clean
@@ -351,6 +353,15 @@ def _died(lookup: SourceLookup, subject: int) -> bool:
     return bool(n)
 
 
+def _surely_born(lookup: SourceLookup, subject: int) -> datetime | None:
+    """The first day by which the patient had surely been born: the age at the anchor year leaves the
+    birth year one of two, so the start of the year after the earlier one (None: ages not recorded)."""
+    rows = lookup.query(("born", subject), "SELECT anchor_year - anchor_age FROM main.patients "
+                                           "WHERE subject_id = ? AND anchor_year IS NOT NULL "
+                                           "AND anchor_age IS NOT NULL", [subject])
+    return datetime(int(rows[0][0]), 1, 1) if rows else None
+
+
 @register
 class OutOfWindow(Injector):
     noise_type = NoiseType.OUT_OF_WINDOW
@@ -379,12 +390,16 @@ class OutOfWindow(Injector):
         directions = pick(["after", "before"], 2, rng)
         if subject is not None and _died(lookup, subject):
             directions = ["before"]
+        # Nor before the patient was born, a false premise of the same kind.
+        born = _surely_born(lookup, subject) if subject is not None else None
         for direction in directions * 2:
             gap = 365 * rng.randint(2, 9) + rng.randint(0, 364)
             # Whole days, so the window keeps its length and times of day.
             days = (hi - first).days + 1 + gap if direction == "after" else -((last - lo).days + 1 + gap)
             moved = {n: t + timedelta(days=days) for n, t in times.items()}
             start, end = min(moved.values()), max(moved.values())
+            if born is not None and start < born:
+                continue
             new_slots = {**case.slots, **{n: v.isoformat(sep=" ") for n, v in moved.items()}}
             fact = PremiseFact(f"{scope} ({', '.join(tables)}) between {start} and {end} or beyond it "
                                f"({direction} the window)",

@@ -1,11 +1,14 @@
 """Query-level noise helpers, on the real demo's dictionaries."""
 
+import shutil
 from collections import Counter
+from random import Random
 
 import duckdb
 
-from pipeline.noise.case import SourceLookup
-from pipeline.noise.query_noise import _fits, _one_concept
+from pipeline.noise.case import CleanCase, SourceLookup, read_evidence
+from pipeline.noise.query_noise import OutOfWindow, _fits, _one_concept
+from pipeline.templates import REGISTRY
 from pipeline.vocabulary import SlotKind
 
 ICD9 = ("Surgical operation with anastomosis, bypass, or graft, with natural or artificial tissues used as implant "
@@ -321,3 +324,31 @@ def test_a_false_premise_never_presumes_a_name_a_reader_takes_for_a_recorded_one
         # The rule switched off: the pools do hold such names, and they are presumed.
         monkeypatch.setattr(NameVariants, "read_as_recorded", lambda self, name: False)
         assert [n for k, n in presumed() if reads_as_recorded[k](n)]
+
+
+def _window_directions(db, task) -> Counter:
+    with duckdb.connect(str(db), read_only=True) as con:
+        case = CleanCase(task, REGISTRY.get(task.template_id), read_evidence(con, [task])[task.task_id])
+        lookup = SourceLookup(con)
+        return Counter({p.name: p.value for p in draft.params}["direction"]
+                       for seed in range(10) for draft in OutOfWindow().drafts(case, lookup, Random(seed)))
+
+
+def test_a_window_moved_before_the_record_never_predates_the_patients_birth(demo_built, tmp_path):
+    """A window years before the record of a patient born just before it asks about someone not yet born:
+    a false premise, not a window without evidence (as a window after a recorded death is)."""
+    db, clean, _ = demo_built
+    with duckdb.connect(str(db), read_only=True) as con:
+        alive = {s for (s,) in con.execute("SELECT subject_id FROM patients WHERE dod IS NULL").fetchall()}
+    task = next(t for t in clean if t.template_id.endswith("_in_window") and t.subject_id in alive)
+    assert _window_directions(db, task)["before"] > 0
+
+    young = tmp_path / "young.duckdb"
+    shutil.copy(db, young)
+    with duckdb.connect(str(young)) as con:
+        (first,), = con.execute("SELECT min(admittime) FROM admissions WHERE subject_id = ?",
+                                [task.subject_id]).fetchall()
+        con.execute("UPDATE patients SET anchor_age = anchor_year - ? WHERE subject_id = ?",
+                    [first.year - 1, task.subject_id])
+    directions = _window_directions(young, task)
+    assert directions["after"] > 0 and directions["before"] == 0

@@ -145,14 +145,17 @@ PREMISE_HOLDS_FALSE = {
 
 def test_a_window_without_evidence_lies_within_the_patients_life(built):
     """Reviewer: 65 of 240 out-of-window twins asked about a window after the patient's death, a false
-    premise as much as a window without evidence, and accepted only the latter."""
+    premise as much as a window without evidence, and accepted only the latter. The same holds before
+    the patient's birth (anchor_year - anchor_age, give or take a year)."""
     db, pairs = _twins(built, NoiseType.OUT_OF_WINDOW)
     assert pairs
     with duckdb.connect(str(db), read_only=True) as con:
         for _, twin in pairs:
             params = {p.name: p.value for p in twin.noise_params}
-            (dod,), = con.execute("SELECT max(dod) FROM patients WHERE subject_id = ?", [twin.subject_id]).fetchall()
+            (dod, born), = con.execute("SELECT max(dod), max(anchor_year - anchor_age) FROM patients "
+                                       "WHERE subject_id = ?", [twin.subject_id]).fetchall()
             assert dod is None or datetime.fromisoformat(params["window_end"]).date() <= dod, twin.task_id
+            assert born is None or datetime.fromisoformat(params["window_start"]).year > born, twin.task_id
 
 
 @pytest.mark.parametrize("noise_type", QUERY_TYPES, ids=str)
