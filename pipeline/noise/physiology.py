@@ -65,7 +65,7 @@ MEASURED_ITEMS: tuple[MeasuredItem, ...] = (
     MeasuredItem("potassium", _lab(50971, 50822), "mEq/L", (1.0, 12.0)),
     MeasuredItem("sodium", _lab(50983, 50824), "mEq/L", (90.0, 200.0)),
     MeasuredItem("chloride", _lab(50902, 50806), "mEq/L", (50.0, 170.0)),
-    # Upper limits above the highest values published for living patients, where those pass what a
+    # Upper limits above the highest values published for living patients, which lie past what a
     # clinician would guess: a bicarbonate of 82 mmol/L (gastric losses, PMC5040772), a creatinine of
     # 73.8 mg/dL (allograft rejection), a platelet count of 3,700 K/uL (essential thrombocythaemia), a
     # magnesium of 8.71 mmol/L = 21.2 mg/dL (Epsom salts, Front. Med. 2024), a phosphate of 17.75 mmol/L
@@ -108,8 +108,7 @@ MEASURED_ITEMS: tuple[MeasuredItem, ...] = (
                  _lab(51256, 51244, 51254, 51200, 51146, 51143, 51144, 51251, 51255, 51277),
                  "%", (0.0, 100.0), (PERCENT_FRACTION,)),
     # ------------------------------------------------------------ vitals (chartevents)
-    # 600 bpm was recorded on telemetry in atrial fibrillation (Indian Pacing Electrophysiol J, 2012);
-    # 46.5 °C (115.7 °F) was survived in heatstroke (Grady Memorial Hospital, 1980).
+    # 600 bpm was recorded on telemetry in atrial fibrillation (Indian Pacing Electrophysiol J, 2012).
     MeasuredItem("heart rate", _chart(220045), "bpm", (0.0, 600.0)),
     MeasuredItem("respiratory rate", _chart(220210, 224690, 224689, 224688), "insp/min", (0.0, 120.0)),
     MeasuredItem("oxygen saturation", _chart(220277, 220227), "%", (0.0, 100.0),
@@ -118,6 +117,7 @@ MEASURED_ITEMS: tuple[MeasuredItem, ...] = (
                  (0.0, 400.0)),  # monitors show mmHg everywhere: no unit twin
     MeasuredItem("central venous pressure", _chart(220074), "mmHg", (-20.0, 80.0),
                  (C("cmH2O", 1.35951),)),  # a water manometer reads it in cmH2O
+    # 46.5 °C (115.7 °F) was survived in heatstroke (Grady Memorial Hospital, 1980).
     MeasuredItem("temperature fahrenheit", _chart(223761), "°F", (68.0, 116.0),
                  (C("°C", 5 / 9, -32 * 5 / 9),)),
     MeasuredItem("temperature celsius", _chart(223762), "°C", (20.0, 47.0),
