@@ -62,7 +62,7 @@ MEASURED_ITEMS: tuple[MeasuredItem, ...] = (
     # ------------------------------------------------------------ laboratory (labevents)
     # Electrolytes are reported in mEq/L or mmol/L, the same number for these ions: no laboratory
     # writes a potassium in mg/dL, so they get no unit twin.
-    MeasuredItem("potassium", _lab(50971, 50822), "mEq/L", (1.0, 12.0)),
+    MeasuredItem("potassium", _lab(50971, 50822), "mEq/L", (1.0, 15.0)),  # 14 survived (South Med J, 2005)
     MeasuredItem("sodium", _lab(50983, 50824), "mEq/L", (90.0, 200.0)),
     MeasuredItem("chloride", _lab(50902, 50806), "mEq/L", (50.0, 170.0)),
     # Upper limits above the highest values published for living patients, which lie past what a
@@ -99,7 +99,7 @@ MEASURED_ITEMS: tuple[MeasuredItem, ...] = (
                  (C("ukat/L", 0.016667),)),
     MeasuredItem("anion gap", _lab(50868), "mEq/L", (-15.0, 80.0)),
     MeasuredItem("blood pH", _lab(50820), "units", (6.3, 8.0)),
-    MeasuredItem("pCO2", _lab(50818), "mm Hg", (5.0, 250.0), (MMHG_KPA,)),
+    MeasuredItem("pCO2", _lab(50818), "mm Hg", (5.0, 400.0), (MMHG_KPA,)),  # 375 survived (Chest, 1992)
     MeasuredItem("pO2", _lab(50821), "mm Hg", (5.0, 800.0), (MMHG_KPA,)),
     MeasuredItem("INR", _lab(51237), None, (0.3, 30.0)),
     MeasuredItem("clotting times", _lab(51274, 51275), "sec", (3.0, 300.0)),  # always in seconds

@@ -34,6 +34,8 @@ PUBLISHED_EXTREMES = [
     ("labevents", 50960, 21.2),  # magnesium, mg/dL (8.71 mmol/L): Epsom salts (Front. Med. 2024)
     ("labevents", 50970, 55.0),  # phosphate, mg/dL (17.75 mmol/L): phosphate enemas (Eur J Pediatr 2009)
     ("labevents", 50931, 2656.0),  # glucose, mg/dL: hyperosmolar state (Guinness, 2008)
+    ("labevents", 50971, 14.0),  # potassium, mmol/L: survived intact (South Med J, 2005)
+    ("labevents", 50818, 375.0),  # pCO2, mmHg: mask ventilation under anaesthesia, survived (Chest, 1992)
     ("labevents", 50983, 92.0),  # sodium, mmol/L, the lowest: vomiting and diarrhoea on lisinopril and sertraline
     ("chartevents", 220045, 600.0),  # heart rate, bpm: pre-excited atrial fibrillation on telemetry (2012)
     ("chartevents", 223761, 115.7),  # temperature, °F: heatstroke (1980)
