@@ -347,19 +347,14 @@ def _record_span_sql(case: CleanCase, lookup: SourceLookup, subject: int | None)
     return " UNION ALL ".join(parts), tables
 
 
-def _died(lookup: SourceLookup, subject: int) -> bool:
-    (n,), = lookup.query(("died", subject),
-                         "SELECT count(*) FROM main.patients WHERE subject_id = ? AND dod IS NOT NULL", [subject])
-    return bool(n)
-
-
-def _surely_born(lookup: SourceLookup, subject: int) -> datetime | None:
-    """The first day by which the patient had surely been born: the age at the anchor year leaves the
-    birth year one of two, so the start of the year after the earlier one (None: ages not recorded)."""
-    rows = lookup.query(("born", subject), "SELECT anchor_year - anchor_age FROM main.patients "
-                                           "WHERE subject_id = ? AND anchor_year IS NOT NULL "
-                                           "AND anchor_age IS NOT NULL", [subject])
-    return datetime(int(rows[0][0]), 1, 1) if rows else None
+def _life(lookup: SourceLookup, subject: int) -> tuple[bool, datetime | None]:
+    """Whether the patient's death is recorded, and the first day by which the patient had surely been
+    born: the age at the anchor year leaves the birth year one of two, so the start of the year after
+    the earlier one (None: ages not recorded)."""
+    (died, born_by), = lookup.query(("life", subject),
+                                    "SELECT count(dod) > 0, max(anchor_year - anchor_age) FROM main.patients "
+                                    "WHERE subject_id = ?", [subject])
+    return bool(died), datetime(int(born_by), 1, 1) if born_by is not None else None
 
 
 @register
@@ -385,13 +380,12 @@ class OutOfWindow(Injector):
         first, last = min(times.values()), max(times.values())
         scope = f"records of patient {subject}" if subject is not None else "records of any patient"
         # Both sides of the record, each at two distances (years apart): distinct windows, same claim.
-        # Not after the record of a patient who died: a window after the death asks about a patient
-        # who no longer was, a false premise rather than a window without evidence.
+        # Not after the record of a patient who died, nor before the patient was born: such a window asks
+        # about a patient who no longer was or not yet, a false premise rather than a window without evidence.
         directions = pick(["after", "before"], 2, rng)
-        if subject is not None and _died(lookup, subject):
+        died, born = _life(lookup, subject) if subject is not None else (False, None)
+        if died:
             directions = ["before"]
-        # Nor before the patient was born, a false premise of the same kind.
-        born = _surely_born(lookup, subject) if subject is not None else None
         for direction in directions * 2:
             gap = 365 * rng.randint(2, 9) + rng.randint(0, 364)
             # Whole days, so the window keeps its length and times of day.
